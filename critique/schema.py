@@ -1,0 +1,80 @@
+"""The critic's closed output schema: a Plan Grade, six error flags and a rationale — nothing else.
+
+Closing the schema (extra fields rejected, grades from a fixed set) is the first half of the
+anti-leak contract; the leak guard (``critique.leak_guard``) checks the rationale's content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+GRADES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+ERROR_CODES: dict[str, str] = {
+    "E1": "goal understanding: the plan pursues a different goal than the user's",
+    "E2": "premature conclusion / task incompleteness: the plan stops before the goal is met",
+    "E3": "constraint violation: the plan breaks a policy rule or a user constraint",
+    "E4": "logic error: a causal defect (wrong order, missing dependency), not mere deviation "
+    "from some other valid path",
+    "E5": "tool-use error: wrong tool, wrong or missing arguments, non-existent tool",
+    "E6": "hallucination: invents facts, values or results the agent has not obtained",
+}
+
+
+class ErrorFlags(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    E1: bool
+    E2: bool
+    E3: bool
+    E4: bool
+    E5: bool
+    E6: bool
+
+    def active(self) -> list[str]:
+        return [code for code in ERROR_CODES if getattr(self, code)]
+
+
+class Critique(BaseModel):
+    """What the critic may say about a plan."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    grade: float = Field(description="Plan Grade, one of 0, 0.2, 0.4, 0.6, 0.8, 1.0.")
+    errors: ErrorFlags
+    rationale: str
+
+    @field_validator("grade")
+    @classmethod
+    def _grade_in_set(cls, value: float) -> float:
+        for g in GRADES:
+            if abs(value - g) < 1e-9:
+                return g
+        raise ValueError(f"grade {value} is not one of {list(GRADES)}")
+
+    def render(self) -> str:
+        """The critique as the reviser reads it."""
+        flags = self.errors.active()
+        flag_text = (
+            "\n".join(f"- {c}: {ERROR_CODES[c]}" for c in flags) if flags else "- none"
+        )
+        return f"Plan grade: {self.grade}\nError flags:\n{flag_text}\nRationale: {self.rationale}"
+
+
+CRITIQUE_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "grade": {"enum": list(GRADES)},
+        "errors": {
+            "type": "object",
+            "properties": {code: {"type": "boolean"} for code in ERROR_CODES},
+            "required": list(ERROR_CODES),
+            "additionalProperties": False,
+        },
+        "rationale": {"type": "string"},
+    },
+    "required": ["grade", "errors", "rationale"],
+    "additionalProperties": False,
+}

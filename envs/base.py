@@ -1,0 +1,248 @@
+"""What every environment gives the runtime, and the one boundary that matters.
+
+A task is split into two objects that are kept apart by type:
+
+* :class:`TaskView` — what the tested model may see (policy, tools, opening request).
+* :class:`Supervision` — what only the critic and the judge may see (reference actions,
+  expected outcomes, the simulated user's hidden instructions).
+
+Functions that talk to the tested model take a ``TaskView`` and never a ``Supervision``.
+
+An environment drives its own benchmark loop (orchestrator, user simulator, evaluator) and
+calls back into the runtime for model turns through two plain callables, :data:`AgentTurn`
+and :data:`UserTurn`, that speak OpenAI-style chat dicts.  Because the callbacks carry only
+JSON-shaped data, the same contract can cross a process or container boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable, Iterable, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ChatMessage = dict[str, Any]
+"""An OpenAI-style chat message: ``{"role", "content", "tool_calls"?, "tool_call_id"?}``."""
+
+ToolSchema = dict[str, Any]
+"""An OpenAI function-tool schema: ``{"type": "function", "function": {"name", ...}}``."""
+
+AgentTurn = Callable[[list[ChatMessage], list[ToolSchema]], ChatMessage]
+"""The executor, as the environment sees it: conversation so far → next assistant message."""
+
+UserTurn = Callable[[str, list[ChatMessage], list[ToolSchema] | None], ChatMessage]
+"""The simulated user: (its system prompt, conversation from its side, its tools) → message."""
+
+
+class TaskView(BaseModel):
+    """Task-facing view: everything the planner, reviser and executor may see."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    env: str
+    domain: str
+    task_id: str
+    policy: str = Field(description="System prompt / domain policy given to the agent.")
+    tools: list[ToolSchema] = Field(description="The agent's tool schemas (OpenAI format).")
+    opening_request: str | None = Field(
+        default=None,
+        description="The user's request as the agent sees it when it plans. Filled in by the "
+        "runtime once per (task, trial) so every mode sees the same words.",
+    )
+    categories: list[str] = Field(default_factory=list)
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.tools]
+
+    def text(self) -> str:
+        """Everything in the view as one string (what the leak guard treats as public)."""
+        return "\n".join(
+            [self.policy, json.dumps(self.tools, sort_keys=True), self.opening_request or ""]
+        )
+
+
+class ReferenceAction(BaseModel):
+    """One step of the reference solution."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    requestor: str = "assistant"
+
+    def render(self) -> str:
+        args = ", ".join(f"{k}={json.dumps(v)}" for k, v in self.arguments.items())
+        who = "" if self.requestor == "assistant" else f" [by {self.requestor}]"
+        return f"{self.name}({args}){who}"
+
+
+class Supervision(BaseModel):
+    """Evaluator-only knowledge of a task. Only the critic and the plan judge receive it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    reference_actions: list[ReferenceAction] = Field(default_factory=list)
+    expected_outcomes: list[str] = Field(
+        default_factory=list,
+        description="Outcome checks in words: information to communicate, env assertions, "
+        "milestones and minefields.",
+    )
+    hidden_user_instructions: str = ""
+
+    def render(self) -> str:
+        """A readable block for the critic and the judge."""
+        parts = []
+        if self.reference_actions:
+            steps = "\n".join(
+                f"{i}. {a.render()}" for i, a in enumerate(self.reference_actions, 1)
+            )
+            parts.append(f"Reference actions:\n{steps}")
+        if self.expected_outcomes:
+            parts.append("Expected outcomes:\n" + "\n".join(f"- {o}" for o in self.expected_outcomes))
+        if self.hidden_user_instructions:
+            parts.append(f"The user's hidden instructions:\n{self.hidden_user_instructions}")
+        return "\n\n".join(parts) or "(no supervision)"
+
+    def reference_values(self) -> set[str]:
+        """Every scalar that appears in the reference actions and outcome checks."""
+        values: set[str] = set()
+        for action in self.reference_actions:
+            values.update(_scalars(action.arguments))
+        for outcome in self.expected_outcomes:
+            values.update(_quoted_or_coded(outcome))
+        return values
+
+    def supervision_only_values(self, view: TaskView) -> set[str]:
+        """Reference values that the tested model cannot have read in its view.
+
+        These are what must never reach the planner, reviser or executor through the critic.
+        Trivial values (booleans, one- or two-character strings, small integers) are left
+        out because they occur everywhere.
+        """
+        public = view.text().lower()
+        out = set()
+        for value in self.reference_values():
+            if _is_trivial(value):
+                continue
+            if value.lower() in public:
+                continue
+            out.add(value)
+        return out
+
+
+def _scalars(obj: Any) -> Iterable[str]:
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _scalars(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _scalars(v)
+    elif isinstance(obj, bool) or obj is None:
+        return
+    elif isinstance(obj, float) and obj.is_integer():
+        yield str(int(obj))
+    else:
+        yield str(obj)
+
+
+_CODE = re.compile(r"\b(?=[A-Za-z0-9_#-]*\d)[A-Za-z0-9_#][A-Za-z0-9_#.-]{3,}\b")
+
+
+def _quoted_or_coded(text: str) -> Iterable[str]:
+    """Values inside free-text outcome checks: numbers, ids and codes (tokens with a digit)."""
+    for match in _CODE.finditer(text):
+        yield match.group(0).rstrip(".")
+
+
+def _is_trivial(value: str) -> bool:
+    v = value.strip()
+    if len(v) < 3:
+        return True
+    try:
+        return abs(float(v)) < 10
+    except ValueError:
+        return False
+
+
+class Trajectory(BaseModel):
+    """What an environment returns from playing one episode: the conversation, how it ended,
+    and the benchmark-native record its scorer needs (JSON, so it can cross a process)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[ChatMessage] = Field(default_factory=list)
+    termination: str
+    turns: int
+    native: dict[str, Any] = Field(default_factory=dict)
+
+
+class Score(BaseModel):
+    """The benchmark's own verdict on a trajectory (τ² reward, ToolSandbox similarity)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float
+    name: str
+    breakdown: dict[str, Any] = Field(default_factory=dict)
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskSelection(BaseModel):
+    """How a user picks tasks: explicit ids, or a seeded sample of a split."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    domain: str
+    split: str | None = None
+    ids: list[str] | None = None
+    count: int | None = None
+    seed: int = 0
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """A benchmark the runtime can run episodes in."""
+
+    name: str
+
+    def domains(self) -> list[str]: ...
+
+    def select(self, selection: TaskSelection) -> list[str]:
+        """Task ids for a selection; raises :class:`UnknownTaskError` for bad ids/splits."""
+        ...
+
+    def load(self, domain: str, task_id: str) -> tuple[TaskView, Supervision]:
+        """The two halves of one task. ``view.opening_request`` is still empty."""
+        ...
+
+    def opening_request(self, domain: str, task_id: str, user: UserTurn, seed: int) -> str:
+        """The user's first message, obtained the benchmark's way (e.g. from its simulator)."""
+        ...
+
+    def play(
+        self,
+        domain: str,
+        task_id: str,
+        opening_request: str,
+        agent: AgentTurn,
+        user: UserTurn,
+        seed: int,
+        max_steps: int,
+    ) -> Trajectory:
+        """Play one episode with the benchmark's own loop, from the fixed opening request."""
+        ...
+
+    def score(self, domain: str, task_id: str, trajectory: Trajectory) -> Score:
+        """Score a trajectory with the benchmark's own evaluator."""
+        ...
+
+
+class EnvError(Exception):
+    """Base for environment errors that the CLI turns into a one-line message."""
+
+
+class UnknownTaskError(EnvError, ValueError):
+    """A domain, split or task id the environment does not have."""

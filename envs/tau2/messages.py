@@ -1,0 +1,83 @@
+"""Conversion between τ²-bench's message objects and OpenAI-style chat dicts.
+
+The runtime speaks chat dicts (what litellm takes); τ²'s orchestrator speaks its own pydantic
+messages. Keeping the translation here lets the executor stay benchmark-agnostic.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from tau2.data_model.message import (
+    AssistantMessage,
+    Message,
+    MultiToolMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+
+from envs.base import ChatMessage
+
+
+def to_chat(messages: list[Message]) -> list[ChatMessage]:
+    """τ² messages → chat dicts, dropping τ²'s bookkeeping fields (cost, timestamps, ...)."""
+    out: list[ChatMessage] = []
+    for m in messages:
+        if isinstance(m, MultiToolMessage):
+            out.extend(to_chat(list(m.tool_messages)))
+        elif isinstance(m, SystemMessage):
+            out.append({"role": "system", "content": m.content})
+        elif isinstance(m, ToolMessage):
+            out.append({"role": "tool", "tool_call_id": m.id, "content": m.content or ""})
+        elif isinstance(m, (AssistantMessage, UserMessage)):
+            msg: ChatMessage = {"role": m.role, "content": m.content}
+            if m.tool_calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": tc.id,
+                        "type": "function",
+                        "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)},
+                    }
+                    for tc in m.tool_calls
+                ]
+            out.append(msg)
+        else:  # pragma: no cover - τ² has no other message kinds
+            raise TypeError(f"unexpected τ² message type {type(m).__name__}")
+    return out
+
+
+def parse_arguments(raw: str | dict | None) -> dict:
+    """Tool-call arguments as a dict. Invalid JSON is passed on so the env reports the error."""
+    if isinstance(raw, dict):
+        return raw
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return {"__unparsable_arguments__": raw}
+    return value if isinstance(value, dict) else {"__unparsable_arguments__": raw}
+
+
+def from_chat(
+    reply: ChatMessage, role: Literal["assistant", "user"]
+) -> AssistantMessage | UserMessage:
+    """A model's chat reply → the τ² message of the given role."""
+    tool_calls = [
+        ToolCall(
+            id=tc.get("id") or f"call_{i}",
+            name=tc["function"]["name"],
+            arguments=parse_arguments(tc["function"].get("arguments")),
+            requestor=role,
+        )
+        for i, tc in enumerate(reply.get("tool_calls") or [])
+    ]
+    content = reply.get("content")
+    if tool_calls:
+        # τ²'s protocol: a turn is either text or tool calls. Tool calls win.
+        content = None
+    cls = AssistantMessage if role == "assistant" else UserMessage
+    return cls(role=role, content=content, tool_calls=tool_calls or None)

@@ -1,0 +1,100 @@
+"""τ²-bench tasks split into what the agent may see and what only evaluators may see."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from tau2.data_model.tasks import Task
+from tau2.registry import registry
+
+from envs.base import ReferenceAction, Supervision, TaskSelection, TaskView, UnknownTaskError
+
+
+def domains() -> list[str]:
+    return sorted(registry.get_domains())
+
+
+@lru_cache(maxsize=None)
+def _tasks(domain: str) -> dict[str, Task]:
+    if domain not in registry.get_domains():
+        raise UnknownTaskError(
+            f"unknown τ²-bench domain {domain!r}; accepted: {', '.join(domains())}"
+        )
+    return {t.id: t for t in registry.get_tasks_loader(domain)()}
+
+
+@lru_cache(maxsize=None)
+def splits(domain: str) -> dict[str, list[str]]:
+    _tasks(domain)  # validates the domain
+    try:
+        loader = registry.get_task_splits_loader(domain)
+    except Exception:  # noqa: BLE001 - τ² raises a bare error for domains without splits
+        loader = None
+    return dict(loader()) if loader else {}
+
+
+def task(domain: str, task_id: str) -> Task:
+    tasks = _tasks(domain)
+    if task_id not in tasks:
+        sample = ", ".join(list(tasks)[:5])
+        raise UnknownTaskError(
+            f"unknown task id {task_id!r} in τ²-bench domain {domain!r}; "
+            f"accepted: {len(tasks)} ids such as {sample}"
+        )
+    return tasks[task_id]
+
+
+def select(selection: TaskSelection) -> list[str]:
+    """Task ids in the benchmark's order: explicit ids, else a split (default ``base``)."""
+    tasks = _tasks(selection.domain)
+    if selection.ids:
+        for task_id in selection.ids:
+            task(selection.domain, task_id)
+        return list(selection.ids)
+    available = splits(selection.domain)
+    split = selection.split or ("base" if "base" in available else None)
+    if split is None:
+        ids = list(tasks)
+    elif split not in available:
+        accepted = ", ".join(sorted(available)) or "(this domain has no splits)"
+        raise UnknownTaskError(
+            f"unknown split {split!r} for τ²-bench domain {selection.domain!r}; accepted: {accepted}"
+        )
+    else:
+        ids = [i for i in available[split] if i in tasks]
+    if selection.count is not None:
+        import random
+
+        rng = random.Random(selection.seed)
+        ids = sorted(rng.sample(ids, min(selection.count, len(ids))), key=ids.index)
+    return ids
+
+
+def split_task(domain: str, task_obj: Task, policy: str, tools: list[dict]) -> tuple[TaskView, Supervision]:
+    """The boundary: the view gets policy and tools; the supervision gets everything scored."""
+    view = TaskView(env="tau2", domain=domain, task_id=task_obj.id, policy=policy, tools=tools)
+    criteria = task_obj.evaluation_criteria
+    actions: list[ReferenceAction] = []
+    outcomes: list[str] = []
+    if criteria is not None:
+        actions = [
+            ReferenceAction(name=a.name, arguments=a.arguments, requestor=a.requestor)
+            for a in criteria.actions or []
+        ]
+        outcomes += [f"The agent tells the user: {info}" for info in criteria.communicate_info or []]
+        for assertion in criteria.env_assertions or []:
+            args = ", ".join(f"{k}={json.dumps(v)}" for k, v in assertion.arguments.items())
+            expect = "holds" if assertion.assert_value else "does not hold"
+            note = f" ({assertion.message})" if assertion.message else ""
+            outcomes.append(
+                f"Final {assertion.env_type} state: {assertion.func_name}({args}) {expect}{note}"
+            )
+        outcomes += [f"Judged in words: {a}" for a in criteria.nl_assertions or []]
+    supervision = Supervision(
+        task_id=task_obj.id,
+        reference_actions=actions,
+        expected_outcomes=outcomes,
+        hidden_user_instructions=str(task_obj.user_scenario),
+    )
+    return view, supervision

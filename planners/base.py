@@ -1,0 +1,24 @@
+"""The planner interface: make a plan from a task view, revise it given a critique.
+
+A planner receives a ``TaskView`` (never a ``Supervision``), a ``Plan`` and a ``Critique``,
+so by construction it cannot read the hidden reference.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from critique.schema import Critique
+from envs.base import TaskView
+from planners.plan import Plan
+
+
+@runtime_checkable
+class Planner(Protocol):
+    def plan(self, view: TaskView) -> Plan:
+        """A holistic plan ``p0`` for the task."""
+        ...
+
+    def revise(self, view: TaskView, plan: Plan, critique: Critique) -> Plan:
+        """A revised plan ``p1`` given the critique of ``plan``."""
+        ...

@@ -1,0 +1,103 @@
+"""Run settings, from a YAML config and the command line, validated by pydantic.
+
+Every CLI option is a field here, so anything that can be typed can be kept in a config file;
+an unknown key or a bad value fails with the key's name and what is accepted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from runtime.records import MODES
+
+
+class UsageError(ValueError):
+    """Bad input from the user: the CLI prints it on one line and exits with code 2."""
+
+
+EMBEDDED_MODEL = "local/smollm2-135m"
+"""The offline default every role falls back to when no model is configured."""
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env: Literal["tau2", "toolsandbox"] = "tau2"
+    mode: Literal["direct", "plan-first", "refine", "all"] = "refine"
+    domain: str | None = None
+    split: str | None = None
+    tasks: str | None = Field(default=None, description="A count, or comma-separated task ids.")
+    trials: int = Field(default=1, ge=1)
+    seed: int = 0
+    model: str | None = None
+    critic_model: str | None = None
+    judge_model: str | None = None
+    user_model: str | None = None
+    api_base: str | None = None
+    critic_api_base: str | None = None
+    user_api_base: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    max_steps: int = Field(default=100, ge=2)
+    out: Path | None = None
+    run_id: str | None = None
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    retry_errors: bool = False
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks_as_text(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return ",".join(str(v) for v in value)
+        if isinstance(value, int):
+            return str(value)
+        return value
+
+    @property
+    def modes(self) -> list[str]:
+        return list(MODES) if self.mode == "all" else [self.mode]
+
+    def task_count_or_ids(self) -> tuple[int | None, list[str] | None]:
+        if self.tasks is None:
+            return None, None
+        text = self.tasks.strip()
+        if text.isdigit():
+            if int(text) < 1:
+                raise UsageError(f"--tasks {text}: a count must be at least 1")
+            return int(text), None
+        ids = [t.strip() for t in text.split(",") if t.strip()]
+        if not ids:
+            raise UsageError(f"--tasks {self.tasks!r}: give a count or comma-separated task ids")
+        return None, ids
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read config {path}: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"config {path} is not valid YAML: {' '.join(str(exc).split())}") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"config {path} must be a mapping of option names to values")
+    return {k.replace("-", "_"): v for k, v in data.items()}
+
+
+def build(file_values: dict[str, Any], cli_values: dict[str, Any], source: str = "config") -> RunConfig:
+    merged = {**file_values, **{k: v for k, v in cli_values.items() if v is not None}}
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        value = err.get("input")
+        shown = "" if isinstance(value, dict) else f" = {value!r}"
+        raise UsageError(f"{source}: {where}{shown}: {err['msg']}") from exc

@@ -1,0 +1,165 @@
+"""The episode state machine: a LangGraph ``StateGraph`` whose edges the mode selects.
+
+    direct      prepare ─────────────────────────────────► execute → score
+    plan-first  prepare → plan ──────────────────────────► execute → score
+    refine      prepare → plan → critique → revise ──────► execute → score
+
+``prepare`` fixes the opening request once per (task, user model, trial) and ``plan`` makes p0
+once per (task, tested model, planner, trial): both are stored artifacts, so Plan-first and
+Refine execute from the same opening and revise the same p0. Only ``critique`` ever touches the
+``Supervision``; the planner, reviser and executor nodes are handed the ``TaskView`` alone.
+A node that fails puts a ``StageError`` in the state and the graph ends there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from critique.critic import AntiLeakCritic, CriticResult
+from envs.base import Environment, Score, Supervision, TaskView, Trajectory
+from planners.base import Planner
+from planners.chat import ChatModel
+from planners.plan import Plan
+from runtime.executor import Executor
+from runtime.models import Meter, ModelLayer
+from runtime.records import EpisodeKey, StageError
+from runtime.simulated_user import SimulatedUser
+from runtime.store import RunStore
+
+PlannerFactory = Callable[[ChatModel], Planner]
+
+
+def _merge(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    return {**a, **b}
+
+
+class EpisodeState(TypedDict, total=False):
+    view: TaskView
+    supervision: Supervision
+    p0: Plan
+    critic: CriticResult
+    p1: Plan
+    trajectory: Trajectory
+    score: Score
+    error: StageError
+    reused: Annotated[list[str], operator.add]
+    timings: Annotated[dict[str, float], _merge]
+
+
+@dataclass
+class EpisodeContext:
+    """Everything an episode's nodes need besides its state."""
+
+    key: EpisodeKey
+    seed: int
+    env: Environment
+    layer: ModelLayer
+    store: RunStore
+    planner_name: str
+    make_planner: PlannerFactory
+    meter: Meter
+    max_steps: int
+
+    def client(self, role: str, purpose: str) -> ChatModel:
+        context = {"env": self.key.env, "domain": self.key.domain, "task_id": self.key.task_id,
+                   "mode": self.key.mode, "trial": self.key.trial}
+        return self.layer.client(role, purpose, self.meter, seed=self.seed, context=context)
+
+
+def _node(stage: str, fn: Callable[[EpisodeState], dict[str, Any]]) -> Callable[[EpisodeState], dict[str, Any]]:
+    """Time a node and turn its exception into a recorded ``StageError``."""
+
+    def run(state: EpisodeState) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            update = fn(state)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes part of the record
+            update = {"error": StageError(stage=stage, type=type(exc).__name__, message=str(exc)[:2000])}
+        update["timings"] = {stage: round(time.perf_counter() - started, 4)}
+        return update
+
+    return run
+
+
+def build_graph(ctx: EpisodeContext):
+    key = ctx.key
+
+    def prepare(state: EpisodeState) -> dict[str, Any]:
+        view, supervision = ctx.env.load(key.domain, key.task_id)
+        user = SimulatedUser(ctx.client("user_model", "user"))
+        opening_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id,
+                       "user_model": ctx.layer.specs["user_model"].model, "trial": key.trial}
+        opening, created = ctx.store.get_or_create(
+            "opening", opening_key,
+            lambda: ctx.env.opening_request(key.domain, key.task_id, user, ctx.seed),
+        )
+        update: dict[str, Any] = {
+            "view": view.model_copy(update={"opening_request": opening}),
+            "supervision": supervision,
+        }
+        if not created:
+            update["reused"] = ["opening"]
+        return update
+
+    def plan(state: EpisodeState) -> dict[str, Any]:
+        view = state["view"]
+        planner = ctx.make_planner(ctx.client("model", "planner"))
+        p0_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "model": key.model,
+                  "planner": ctx.planner_name, "trial": key.trial,
+                  "opening": hashlib.sha256((view.opening_request or "").encode()).hexdigest()}
+        data, created = ctx.store.get_or_create(
+            "p0", p0_key, lambda: planner.plan(view).model_dump()
+        )
+        update: dict[str, Any] = {"p0": Plan.model_validate(data)}
+        if not created:
+            update["reused"] = ["p0"]
+        return update
+
+    def critique(state: EpisodeState) -> dict[str, Any]:
+        critic = AntiLeakCritic(ctx.client("critic_model", "critic"))
+        return {"critic": critic.critique(state["view"], state["supervision"], state["p0"])}
+
+    def revise(state: EpisodeState) -> dict[str, Any]:
+        planner = ctx.make_planner(ctx.client("model", "reviser"))
+        return {"p1": planner.revise(state["view"], state["p0"], state["critic"].critique)}
+
+    def execute(state: EpisodeState) -> dict[str, Any]:
+        view = state["view"]
+        plan_used = state.get("p1") or state.get("p0")
+        executor = Executor(view, plan_used, ctx.client("model", "executor"))
+        user = SimulatedUser(ctx.client("user_model", "user"))
+        trajectory = ctx.env.play(key.domain, key.task_id, view.opening_request or "",
+                                  executor, user, ctx.seed, ctx.max_steps)
+        return {"trajectory": trajectory}
+
+    def score(state: EpisodeState) -> dict[str, Any]:
+        return {"score": ctx.env.score(key.domain, key.task_id, state["trajectory"])}
+
+    graph = StateGraph(EpisodeState)
+    for name, fn in [("prepare", prepare), ("plan", plan), ("critique", critique),
+                     ("revise", revise), ("execute", execute), ("score", score)]:
+        graph.add_node(name, _node(name, fn))
+
+    def after(next_by_mode: dict[str, str] | str):
+        def route(state: EpisodeState) -> str:
+            if "error" in state:
+                return END
+            return next_by_mode if isinstance(next_by_mode, str) else next_by_mode[key.mode]
+        return route
+
+    graph.add_edge(START, "prepare")
+    graph.add_conditional_edges("prepare", after({"direct": "execute", "plan-first": "plan", "refine": "plan"}),
+                                ["execute", "plan", END])
+    graph.add_conditional_edges("plan", after({"plan-first": "execute", "refine": "critique"}),
+                                ["execute", "critique", END])
+    graph.add_conditional_edges("critique", after("revise"), ["revise", END])
+    graph.add_conditional_edges("revise", after("execute"), ["execute", END])
+    graph.add_conditional_edges("execute", after("score"), ["score", END])
+    graph.add_edge("score", END)
+    return graph.compile()

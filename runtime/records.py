@@ -1,0 +1,63 @@
+"""One record per (env, domain, task, mode, tested model, trial): everything a report needs.
+
+Records are the unit of resumption: a finished record is never run again under the same run id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MODES = ("direct", "plan-first", "refine")
+Mode = Literal["direct", "plan-first", "refine"]
+
+
+class EpisodeKey(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    env: str
+    domain: str
+    task_id: str
+    mode: Mode
+    model: str
+    trial: int
+
+    def id(self) -> str:
+        return "|".join([self.env, self.domain, self.task_id, self.mode, self.model, str(self.trial)])
+
+
+class StageError(BaseModel):
+    stage: str
+    type: str
+    message: str
+
+
+class EpisodeRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    key: EpisodeKey
+    record_id: str
+    status: Literal["ok", "error"]
+    seed: int
+    opening_request: str | None = None
+    p0: dict[str, Any] | None = Field(default=None, description="APB plan + unknown_tools flag.")
+    critique: dict[str, Any] | None = None
+    guard: dict[str, Any] | None = Field(default=None, description="Leak-guard outcome for the critique.")
+    p1: dict[str, Any] | None = None
+    score: float | None = None
+    score_name: str | None = None
+    breakdown: dict[str, Any] = Field(default_factory=dict)
+    termination: str | None = None
+    turns: int | None = None
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    score_info: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    timings_s: dict[str, float] = Field(default_factory=dict)
+    reused: list[str] = Field(
+        default_factory=list, description="Shared artifacts this episode read rather than made."
+    )
+    error: StageError | None = None
+    started_at: str
+    finished_at: str

@@ -1,0 +1,145 @@
+"""Runs a matrix of episodes (task × trial × mode) concurrently and appends their records.
+
+Resumable: episodes whose record already exists in the run folder are skipped. An episode that
+fails is recorded as an error with its stage; the run goes on. Ctrl-C stops scheduling; what
+finished is already on disk.
+"""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+from envs.base import Environment
+from runtime.graph import EpisodeContext, EpisodeState, PlannerFactory, build_graph
+from runtime.models import Meter, ModelLayer
+from runtime.records import EpisodeKey, EpisodeRecord, StageError
+from runtime.store import RunStore
+
+
+def trial_seed(seed: int, trial: int) -> int:
+    """A per-trial seed derived from the run seed; sent with every request of the trial."""
+    return random.Random(f"{seed}:{trial}").randrange(2**31)
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    env: Environment
+    domain: str
+    task_ids: list[str]
+    modes: list[str]
+    trials: int
+    seed: int
+    layer: ModelLayer
+    store: RunStore
+    planner_name: str
+    make_planner: PlannerFactory
+    max_steps: int = 100
+    concurrency: int = 4
+    retry_errors: bool = False
+    keys: list[EpisodeKey] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        model = self.layer.specs["model"].model
+        # Task-major order, modes last: an episode's shared p0 is made by the first mode that
+        # needs it and the rest of that task's modes follow right behind.
+        self.keys = [
+            EpisodeKey(env=self.env.name, domain=self.domain, task_id=t, mode=m, model=model, trial=k)
+            for t in self.task_ids
+            for k in range(self.trials)
+            for m in self.modes
+        ]
+
+
+def run_episode(plan: RunPlan, key: EpisodeKey) -> EpisodeRecord:
+    started = _now()
+    meter = Meter()
+    seed = trial_seed(plan.seed, key.trial)
+    ctx = EpisodeContext(key=key, seed=seed, env=plan.env, layer=plan.layer, store=plan.store,
+                         planner_name=plan.planner_name, make_planner=plan.make_planner,
+                         meter=meter, max_steps=plan.max_steps)
+    try:
+        state: EpisodeState = build_graph(ctx).invoke({}, {"recursion_limit": 50})
+    except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised
+        state = {"error": StageError(stage="graph", type=type(exc).__name__, message=str(exc)[:2000])}
+    return _record(plan, key, seed, state, meter, started)
+
+
+def _record(plan: RunPlan, key: EpisodeKey, seed: int, state: EpisodeState, meter: Meter,
+            started: str) -> EpisodeRecord:
+    view = state.get("view")
+    critic = state.get("critic")
+    trajectory = state.get("trajectory")
+    score = state.get("score")
+    error = state.get("error")
+    return EpisodeRecord(
+        run_id=plan.run_id,
+        key=key,
+        record_id=key.id(),
+        status="error" if error else "ok",
+        seed=seed,
+        opening_request=view.opening_request if view else None,
+        p0=state["p0"].model_dump() if "p0" in state else None,
+        critique=critic.critique.model_dump() if critic else None,
+        guard={**critic.guard.model_dump(), "critic_attempts": critic.attempts} if critic else None,
+        p1=state["p1"].model_dump() if "p1" in state else None,
+        score=score.value if score else None,
+        score_name=score.name if score else None,
+        breakdown=score.breakdown if score else {},
+        termination=trajectory.termination if trajectory else None,
+        turns=trajectory.turns if trajectory else None,
+        messages=trajectory.messages if trajectory else [],
+        score_info=score.info if score else {},
+        usage=meter.as_dict(),
+        timings_s=state.get("timings", {}),
+        reused=state.get("reused", []),
+        error=error,
+        started_at=started,
+        finished_at=_now(),
+    )
+
+
+def pending(plan: RunPlan) -> list[EpisodeKey]:
+    done = {}
+    for record in plan.store.records():
+        done[record.record_id] = record.status
+    return [
+        k for k in plan.keys
+        if k.id() not in done or (plan.retry_errors and done[k.id()] == "error")
+    ]
+
+
+def run(plan: RunPlan, on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
+    """Run every pending episode; returns the records written by this call."""
+    todo = pending(plan)
+    written: list[EpisodeRecord] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, plan.concurrency), thread_name_prefix="episode")
+    futures: dict[Future, EpisodeKey] = {}
+    queue = list(todo)
+    try:
+        while queue or futures:
+            while queue and len(futures) < plan.concurrency:
+                key = queue.pop(0)
+                futures[pool.submit(run_episode, plan, key)] = key
+            done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
+            for future in done:
+                futures.pop(future)
+                record = future.result()
+                plan.store.append(record)
+                written.append(record)
+                on_done(record)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return written
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

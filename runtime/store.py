@@ -1,0 +1,103 @@
+"""The run folder: an append-only record file, shared artifacts, and the run summary.
+
+Writes are atomic: a record is one line appended under a lock and fsynced, so a crash can at
+worst leave a torn last line, which readers skip; artifacts and summaries are written to a
+temporary file and renamed into place. Nothing finished is ever rewritten or lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from runtime.records import EpisodeRecord
+
+RECORDS = "records.jsonl"
+SUMMARY = "summary.json"
+RUN_INFO = "run.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True, default=str)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class RunStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.records_path = self.root / RECORDS
+        self._append_lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._key_locks_guard = threading.Lock()
+        self.torn_lines = 0
+
+    # -- records -------------------------------------------------------------------------
+    def append(self, record: EpisodeRecord) -> None:
+        line = record.model_dump_json() + "\n"
+        with self._append_lock:
+            with open(self.records_path, "a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    def records(self) -> list[EpisodeRecord]:
+        """Every record, later records for the same key superseding earlier ones."""
+        latest: dict[str, EpisodeRecord] = {}
+        for record in self._read():
+            latest.pop(record.record_id, None)
+            latest[record.record_id] = record
+        return list(latest.values())
+
+    def _read(self) -> Iterator[EpisodeRecord]:
+        self.torn_lines = 0
+        if not self.records_path.exists():
+            return
+        with open(self.records_path, encoding="utf-8") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                try:
+                    yield EpisodeRecord.model_validate_json(line)
+                except ValueError:
+                    self.torn_lines += 1
+
+    # -- shared artifacts (opening request, p0) ------------------------------------------
+    def artifact_path(self, kind: str, key: dict[str, Any]) -> Path:
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+        return self.root / "artifacts" / kind / f"{digest}.json"
+
+    def get_or_create(self, kind: str, key: dict[str, Any], make: Callable[[], Any]) -> tuple[Any, bool]:
+        """The artifact stored under (kind, key), made once by ``make`` if absent.
+
+        Returns (value, created). Concurrent callers for the same key wait for the first.
+        """
+        path = self.artifact_path(kind, key)
+        with self._key_locks_guard:
+            lock = self._key_locks[str(path)]
+        with lock:
+            if path.exists():
+                return json.loads(path.read_text(encoding="utf-8"))["value"], False
+            value = make()
+            write_json_atomic(path, {"kind": kind, "key": key, "value": value})
+            return value, True
+
+    # -- run metadata --------------------------------------------------------------------
+    def note_invocation(self, info: dict[str, Any]) -> None:
+        path = self.root / RUN_INFO
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"invocations": []}
+        data["invocations"].append(info)
+        write_json_atomic(path, data)
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        write_json_atomic(self.root / SUMMARY, summary)

@@ -1,0 +1,117 @@
+"""A scripted executor + user pair that replays a τ²-bench task's reference solution.
+
+What it proves: the plumbing — the runtime's executor path, τ²'s orchestrator and τ²'s evaluator
+agree, so replaying the reference actions (and saying the ``communicate_info``) scores 1.0, and
+leaving out the last write scores 0.0. What it does not prove: anything about a model.
+
+The script keeps a cursor per episode (task, trial, mode) over the reference actions, shared by
+its two roles: the agent plays ``assistant`` actions as tool calls, and when the next action is
+the user's (telecom: toggling airplane mode, ...) it asks the user, who plays it on their device.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from envs.tau2 import tasks as tau2_tasks
+from runtime.testing.scripted import register_script, text, tool_call
+
+STOP = "###STOP###"
+HANDOFF = "Please do the next step on your device and tell me when it is done."
+
+
+@dataclass
+class _Cursor:
+    actions: list[Any]
+    position: int = 0
+    final_sent: bool = False
+
+
+@dataclass
+class GoldReplay:
+    """``drop_last_write``: leave out the last action that changes state (a sabotaged replay)."""
+
+    drop_last_write: bool = False
+    _cursors: dict[tuple, _Cursor] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def model_name(self, name: str = "gold") -> str:
+        return register_script(name, self)
+
+    def __call__(self, request: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        task = tau2_tasks.task(context["domain"], context["task_id"])
+        purpose = context.get("purpose")
+        if purpose == "user" and _is_opening(request):
+            return text(_opening_words(task))
+        episode = (context["domain"], context["task_id"], context.get("trial"), context.get("mode"))
+        with self._lock:
+            if purpose == "executor" and _is_first_agent_turn(request):
+                self._cursors[episode] = _Cursor(actions=self._actions(context["domain"], task))
+            cursor = self._cursors.setdefault(episode, _Cursor(actions=self._actions(context["domain"], task)))
+            if purpose == "executor":
+                return self._agent(cursor, task)
+            if purpose == "user":
+                return self._user(cursor)
+        raise ValueError(f"the gold replay only plays executor and user, not {purpose!r}")
+
+    def _actions(self, domain: str, task: Any) -> list[Any]:
+        actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
+        if self.drop_last_write:
+            writes = [i for i, a in enumerate(actions) if is_write(domain, a)]
+            if writes:
+                del actions[writes[-1]]
+        return actions
+
+    @staticmethod
+    def _agent(cursor: _Cursor, task: Any) -> dict[str, Any]:
+        if cursor.position < len(cursor.actions):
+            action = cursor.actions[cursor.position]
+            if action.requestor == "assistant":
+                cursor.position += 1
+                return tool_call(action.name, action.arguments)
+            return text(HANDOFF)
+        cursor.final_sent = True
+        info = task.evaluation_criteria.communicate_info if task.evaluation_criteria else None
+        return text(" ".join(info) if info else "Your request has been handled.")
+
+    @staticmethod
+    def _user(cursor: _Cursor) -> dict[str, Any]:
+        if cursor.position < len(cursor.actions) and cursor.actions[cursor.position].requestor == "user":
+            action = cursor.actions[cursor.position]
+            cursor.position += 1
+            return tool_call(action.name, action.arguments)
+        if cursor.final_sent:
+            return text(STOP)
+        return text("Done. What next?")
+
+
+def is_write(domain: str, action: Any) -> bool:
+    """Whether a reference action changes state, by τ²'s own tool-type annotations."""
+    from tau2.registry import registry
+
+    env = registry.get_env_constructor(domain)()
+    toolkit = env.tools if action.requestor == "assistant" else env.user_tools
+    if toolkit is None or not toolkit.has_tool(action.name):
+        return False
+    return str(toolkit.tool_type(action.name).value).lower() == "write"
+
+
+def _is_opening(request: dict[str, Any]) -> bool:
+    """The user's first turn: its side of the conversation holds only τ²'s greeting."""
+    convo = [m for m in request["messages"] if m.get("role") != "system"]
+    return len(convo) == 1
+
+
+def _is_first_agent_turn(request: dict[str, Any]) -> bool:
+    convo = [m for m in request["messages"] if m.get("role") != "system"]
+    return sum(1 for m in convo if m.get("role") == "user") == 1 and not any(
+        m.get("role") == "tool" for m in convo
+    )
+
+
+def _opening_words(task: Any) -> str:
+    instructions = task.user_scenario.instructions
+    reason = getattr(instructions, "reason_for_call", None) or str(instructions)
+    return f"Hi, I need help. {reason}".strip()
