@@ -33,7 +33,11 @@ def get_environment(name: str) -> Environment:
         from envs.tau2 import Tau2Environment
 
         return Tau2Environment()
-    raise UnknownTaskError(f"unknown env {name!r}; accepted: tau2")
+    if name == "toolsandbox":
+        from envs.toolsandbox import ToolSandboxEnvironment
+
+        return ToolSandboxEnvironment()
+    raise UnknownTaskError(f"unknown env {name!r}; accepted: {', '.join(ENVIRONMENTS)}")
 
 
 __all__ = [

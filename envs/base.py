@@ -113,7 +113,7 @@ class Supervision(BaseModel):
             values.update(_scalars(action.arguments))
         for outcome in self.expected_outcomes:
             values.update(_quoted_or_coded(outcome))
-        return values
+        return {_canonical(v) for v in values}
 
     def supervision_only_values(self, view: TaskView) -> set[str]:
         """Reference values that the tested model cannot have read in its view.
@@ -155,6 +155,17 @@ def _quoted_or_coded(text: str) -> Iterable[str]:
     """Values inside free-text outcome checks: numbers, ids and codes (tokens with a digit)."""
     for match in _CODE.finditer(text):
         yield match.group(0).rstrip(".")
+
+
+def _canonical(value: str) -> str:
+    """One spelling per number ('1270.50' and '1270.5' are the same amount)."""
+    try:
+        number = float(value.replace(",", ""))
+    except ValueError:
+        return value
+    if not re.fullmatch(r"-?[\d,]+(\.\d+)?", value):
+        return value  # keep codes such as '1e5' or 'nan' as written
+    return str(int(number)) if number.is_integer() else repr(number)
 
 
 def _is_trivial(value: str) -> bool:

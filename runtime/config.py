@@ -30,7 +30,12 @@ class RunConfig(BaseModel):
     mode: Literal["direct", "plan-first", "refine", "all"] = "refine"
     domain: str | None = None
     split: str | None = None
-    tasks: str | None = Field(default=None, description="A count, or comma-separated task ids.")
+    tasks: str | None = Field(
+        default=None,
+        description="A count (a seeded sample of the split), or comma-separated task ids. τ² ids "
+        "are often numbers: '7' is a count, '7,' is the task with id 7.",
+    )
+    task_ids: list[str] | None = Field(default=None, description="Task ids, unambiguously.")
     trials: int = Field(default=1, ge=1)
     seed: int = 0
     model: str | None = None
@@ -63,7 +68,22 @@ class RunConfig(BaseModel):
     def modes(self) -> list[str]:
         return list(MODES) if self.mode == "all" else [self.mode]
 
+    @field_validator("task_ids", mode="before")
+    @classmethod
+    def _ids_as_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list):
+            return [str(v) for v in value]
+        return value
+
     def task_count_or_ids(self) -> tuple[int | None, list[str] | None]:
+        if self.task_ids is not None:
+            if self.tasks is not None:
+                raise UsageError("give either --tasks or --task-ids, not both")
+            if not self.task_ids:
+                raise UsageError("--task-ids is empty; give comma-separated task ids")
+            return None, self.task_ids
         if self.tasks is None:
             return None, None
         text = self.tasks.strip()

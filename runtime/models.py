@@ -173,6 +173,7 @@ class ModelLayer:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.observers: list[Observer] = []
+        self.uncached_prefixes: tuple[str, ...] = UNCACHED_PROVIDERS
 
     def client(self, role: str, purpose: str, meter: Meter, seed: int | None = None,
                context: dict[str, Any] | None = None) -> "RoleClient":
@@ -184,7 +185,7 @@ class ModelLayer:
              context: dict[str, Any]) -> ChatReply:
         for observer in self.observers:
             observer(purpose, request)
-        use_cache = self.cache is not None and not spec.model.startswith(UNCACHED_PROVIDERS)
+        use_cache = self.cache is not None and not spec.model.startswith(self.uncached_prefixes)
         key = ResponseCache.key(request) if use_cache else ""
         if use_cache and (hit := self.cache.get(key)) is not None:
             meter.add(purpose, RoleUsage(calls=1, cached_calls=1))

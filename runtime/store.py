@@ -41,11 +41,24 @@ class RunStore:
         self._key_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._key_locks_guard = threading.Lock()
         self.torn_lines = 0
+        self._tail_checked = False
+
+    def _terminate_torn_tail(self) -> str:
+        """A crash mid-append leaves a line without its newline; end it so it stays one bad
+        line rather than swallowing the next good record."""
+        if not self.records_path.exists() or self.records_path.stat().st_size == 0:
+            return ""
+        with open(self.records_path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return "" if fh.read(1) == b"\n" else "\n"
 
     # -- records -------------------------------------------------------------------------
     def append(self, record: EpisodeRecord) -> None:
         line = record.model_dump_json() + "\n"
         with self._append_lock:
+            if not self._tail_checked:
+                line = self._terminate_torn_tail() + line
+                self._tail_checked = True
             with open(self.records_path, "a", encoding="utf-8") as fh:
                 fh.write(line)
                 fh.flush()

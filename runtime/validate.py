@@ -38,7 +38,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=["direct", "plan-first", "refine", "all"])
     p.add_argument("--domain", help="τ²-bench domain: airline, retail, telecom, mock (default airline)")
     p.add_argument("--split", help="task split, e.g. base, train, test (default base)")
-    p.add_argument("--tasks", help="a count (first N of a seeded sample) or comma-separated task ids")
+    p.add_argument("--tasks", help="a count (a seeded sample of the split) or comma-separated task "
+                   "ids; '7' is a count, '7,' the task with id 7")
+    p.add_argument("--task-ids", help="comma-separated task ids")
     p.add_argument("--trials", type=int)
     p.add_argument("--seed", type=int)
     p.add_argument("--model", help="tested model (planner, reviser, executor), a litellm model name")

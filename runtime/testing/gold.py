@@ -12,6 +12,7 @@ the user's (telecom: toggling airplane mode, ...) it asks the user, who plays it
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,9 +60,9 @@ class GoldReplay:
     def _actions(self, domain: str, task: Any) -> list[Any]:
         actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
         if self.drop_last_write:
-            writes = [i for i, a in enumerate(actions) if is_write(domain, a)]
-            if writes:
-                del actions[writes[-1]]
+            index = last_state_changing_write(domain, task)
+            if index is not None:
+                del actions[index]
         return actions
 
     @staticmethod
@@ -88,14 +89,62 @@ class GoldReplay:
 
 
 def is_write(domain: str, action: Any) -> bool:
-    """Whether a reference action changes state, by τ²'s own tool-type annotations."""
+    """Whether a reference action changes state, by τ²'s own tool-type annotations.
+
+    Hand-offs (``transfer_to_human_agents``) are typed as writes but change no state, so
+    dropping one proves nothing; they do not count.
+    """
+    if action.name.startswith("transfer_to_human"):
+        return False
+    return _tool_type(domain, action.requestor, action.name) == "write"
+
+
+def last_state_changing_write(domain: str, task: Any) -> int | None:
+    """Index of the last reference write whose omission changes τ²'s gold end state.
+
+    Some reference writes fail by design (the policy forbids them) and leave the state as it
+    was; leaving those out proves nothing, so the sabotage drops the last one that matters.
+    """
+    actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
+    full = _end_state(domain, task, actions)
+    for i in reversed(range(len(actions))):
+        if is_write(domain, actions[i]) and _end_state(domain, task, actions[:i] + actions[i + 1:]) != full:
+            return i
+    return None
+
+
+def _end_state(domain: str, task: Any, actions: list[Any]) -> tuple[str, str]:
+    """τ²'s DB hashes after replaying ``actions`` the way its evaluator replays the gold ones."""
     from tau2.registry import registry
 
     env = registry.get_env_constructor(domain)()
-    toolkit = env.tools if action.requestor == "assistant" else env.user_tools
-    if toolkit is None or not toolkit.has_tool(action.name):
-        return False
-    return str(toolkit.tool_type(action.name).value).lower() == "write"
+    state = task.initial_state
+    env.set_state(
+        initialization_data=state.initialization_data if state else None,
+        initialization_actions=state.initialization_actions if state else None,
+        message_history=[],
+    )
+    for action in actions:
+        try:
+            env.make_tool_call(tool_name=action.name, requestor=action.requestor, **action.arguments)
+        except Exception:  # noqa: BLE001 - failing reference calls are part of some tasks
+            pass
+    return env.get_db_hash(), env.get_user_db_hash()
+
+
+@lru_cache(maxsize=None)
+def _tool_type(domain: str, requestor: str, name: str) -> str | None:
+    toolkit = _env(domain).tools if requestor == "assistant" else _env(domain).user_tools
+    if toolkit is None or not toolkit.has_tool(name):
+        return None
+    return str(toolkit.tool_type(name).value).lower()
+
+
+@lru_cache(maxsize=None)
+def _env(domain: str) -> Any:
+    from tau2.registry import registry
+
+    return registry.get_env_constructor(domain)()
 
 
 def _is_opening(request: dict[str, Any]) -> bool:

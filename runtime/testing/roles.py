@@ -1,0 +1,61 @@
+"""A scripted stand-in for every role at once, dispatching on who is calling.
+
+``ScriptedRoles`` answers planner, critic, reviser (and judge) requests with fixed, valid JSON
+and hands executor and user turns to another script (by default the τ² gold replay). Tests swap
+any one role for a script of their own (a leaking critic, a malformed one, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.testing.scripted import Script, register_script, text
+
+DEFAULT_PLAN = {
+    "plan": "Identify the user, look up the records the request is about, check the policy's "
+    "conditions, confirm with the user, then act and tell the user the outcome.",
+    "tool_chain": [],
+}
+DEFAULT_CRITIQUE = {
+    "grade": 0.6,
+    "errors": {"E1": False, "E2": True, "E3": False, "E4": False, "E5": False, "E6": False},
+    "rationale": "The plan never says which records must be checked before acting, so it may "
+    "stop before the user's goal is fully met.",
+}
+DEFAULT_REVISION = {
+    "plan": DEFAULT_PLAN["plan"] + " Check every record the request touches before acting.",
+    "tool_chain": [],
+}
+
+
+def fixed(answer: dict[str, Any]) -> Script:
+    return lambda request, context: text(json.dumps(answer))
+
+
+@dataclass
+class ScriptedRoles:
+    act: Script | None = None
+    planner: Script = field(default_factory=lambda: fixed(DEFAULT_PLAN))
+    critic: Script = field(default_factory=lambda: fixed(DEFAULT_CRITIQUE))
+    reviser: Script = field(default_factory=lambda: fixed(DEFAULT_REVISION))
+
+    def __post_init__(self) -> None:
+        if self.act is None:
+            from runtime.testing.gold import GoldReplay
+
+            self.act = GoldReplay()
+
+    def model_name(self, name: str = "roles") -> str:
+        return register_script(name, self)
+
+    def __call__(self, request: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        purpose = context.get("purpose")
+        if purpose == "planner":
+            return self.planner(request, context)
+        if purpose == "critic":
+            return self.critic(request, context)
+        if purpose == "reviser":
+            return self.reviser(request, context)
+        return self.act(request, context)

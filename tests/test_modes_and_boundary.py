@@ -1,0 +1,145 @@
+"""Mode wiring (which stages run, shared p0) and the boundary: no request of the planner,
+reviser or executor carries a supervision-only value, even when the critic tries to leak."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from envs.tau2 import Tau2Environment
+from runtime import validate as cli
+from runtime.models import ModelLayer
+from runtime.testing.roles import DEFAULT_CRITIQUE, ScriptedRoles
+from runtime.testing.scripted import text
+
+TASKS = "1,4,7"  # airline tasks whose reference holds IDs, dates and amounts
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """Every request the model layer sends, as (purpose, request)."""
+    seen: list[tuple[str, dict]] = []
+    original = ModelLayer.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.observers.append(lambda purpose, request: seen.append((purpose, request)))
+
+    monkeypatch.setattr(ModelLayer, "__init__", init)
+    return seen
+
+
+def _supervision_only(task_id: str, opening: str) -> set[str]:
+    view, supervision = Tau2Environment().load("airline", task_id)
+    return supervision.supervision_only_values(view.model_copy(update={"opening_request": opening}))
+
+
+def test_all_modes_share_p0_and_run_their_stages(validate):
+    model = ScriptedRoles().model_name("roles-modes")
+    code, records = validate("--env", "tau2", "--mode", "all", "--domain", "airline",
+                             "--tasks", TASKS, "--model", model)
+    assert code == 0
+    assert len(records) == 9
+    by = {(r["key"]["task_id"], r["key"]["mode"]): r for r in records}
+    for task in TASKS.split(","):
+        direct, first, refine = by[(task, "direct")], by[(task, "plan-first")], by[(task, "refine")]
+        assert all(r["status"] == "ok" for r in (direct, first, refine))
+        assert direct["p0"] is None and direct["critique"] is None
+        assert first["p0"] is not None and first["critique"] is None and first["p1"] is None
+        assert refine["p0"] == first["p0"]
+        assert refine["critique"]["grade"] == DEFAULT_CRITIQUE["grade"]
+        assert refine["p1"] is not None and refine["p1"] != refine["p0"]
+        assert refine["guard"]["fired"] is False
+        # the opening request is fixed once and shared by every mode
+        assert direct["opening_request"] == first["opening_request"] == refine["opening_request"]
+        assert refine["score"] == 1.0  # gold replay executes identically whatever the plan
+        assert "reward" == refine["score_name"] and "DB" in refine["breakdown"]
+
+
+def test_p0_is_made_once_per_task_and_trial(validate, captured):
+    model = ScriptedRoles().model_name("roles-once")
+    code, records = validate("--env", "tau2", "--mode", "all", "--domain", "airline",
+                             "--tasks", "0,1", "--trials", "2", "--model", model)
+    assert code == 0 and len(records) == 12
+    planner_calls = [p for p, _ in captured if p == "planner"]
+    assert len(planner_calls) == 2 * 2  # tasks × trials, shared by plan-first and refine
+    by = {(r["key"]["task_id"], r["key"]["trial"], r["key"]["mode"]): r for r in records}
+    for task in ("0", "1"):
+        for trial in (0, 1):
+            assert by[(task, trial, "plan-first")]["p0"] == by[(task, trial, "refine")]["p0"]
+
+
+def _leaky_critic(request, context):
+    """A critic that writes a supervision-only value and the reference sequence into every rationale."""
+    view, supervision = Tau2Environment().load(context["domain"], context["task_id"])
+    secret = sorted(supervision.supervision_only_values(view))[0]
+    names = " then ".join(a.name for a in supervision.reference_actions)
+    answer = dict(DEFAULT_CRITIQUE, rationale=f"The plan must use {secret}. Do {names}.")
+    return text(json.dumps(answer))
+
+
+def test_no_supervision_value_reaches_planner_reviser_or_executor(validate, captured):
+    model = ScriptedRoles(critic=_leaky_critic).model_name("roles-leaky")
+    code, records = validate("--env", "tau2", "--mode", "refine", "--domain", "airline",
+                             "--tasks", TASKS, "--model", model)
+    assert code == 0 and len(records) == 3
+    for record in records:
+        assert record["status"] == "ok", record["error"]
+        guard = record["guard"]
+        assert guard["fired"] is True and guard["action"] == "redacted"
+        assert guard["critic_attempts"] == 3  # first answer + two leak retries
+        assert guard["removed"], "redaction must say what it removed"
+        secrets = _supervision_only(record["key"]["task_id"], record["opening_request"])
+        assert secrets
+        assert not any(s in record["critique"]["rationale"] for s in secrets)
+
+    checked = 0
+    secrets_by_task = {
+        r["key"]["task_id"]: _supervision_only(r["key"]["task_id"], r["opening_request"]) for r in records
+    }
+    all_secrets = set().union(*secrets_by_task.values())
+    assert all_secrets, "the boundary test needs tasks with supervision-only values"
+    for purpose, request in captured:
+        if purpose in ("planner", "reviser"):
+            text_sent = json.dumps(request["messages"])
+        elif purpose == "executor":
+            # tool results legitimately carry DB values; the instructions (policy + plan) may not
+            text_sent = request["messages"][0]["content"]
+        else:
+            continue
+        checked += 1
+        leaked = [s for s in all_secrets if s in text_sent]
+        assert not leaked, f"{purpose} request carried supervision-only values {leaked}"
+    assert checked >= 3 * 3
+
+
+def test_a_critic_that_stops_leaking_is_retried_not_redacted(validate):
+    calls: dict[str, int] = {}
+
+    def leaks_once(request, context):
+        n = calls[context["task_id"]] = calls.get(context["task_id"], 0) + 1
+        return _leaky_critic(request, context) if n == 1 else text(json.dumps(DEFAULT_CRITIQUE))
+
+    model = ScriptedRoles(critic=leaks_once).model_name("roles-leaks-once")
+    code, records = validate("--env", "tau2", "--mode", "refine", "--domain", "airline",
+                             "--task-ids", "1", "--model", model)
+    assert code == 0
+    guard = records[0]["guard"]
+    assert guard["fired"] is True and guard["action"] == "retried" and guard["removed"] == []
+    assert records[0]["critique"]["rationale"] == DEFAULT_CRITIQUE["rationale"]
+
+
+def test_malformed_critic_is_retried_then_recorded_as_error(validate):
+    answers = iter(['{"grade": 0.5, "errors": {}, "rationale": "x"}',
+                    '{"grade": 0.6, "errors": {"E1": false, "E2": false, "E3": false, "E4": false,'
+                    ' "E5": false, "E6": false}, "rationale": "ok", "fix": "leak"}',
+                    "not json at all"])
+    model = ScriptedRoles(critic=lambda r, c: text(next(answers))).model_name("roles-malformed")
+    code, records = validate("--env", "tau2", "--mode", "refine", "--domain", "airline",
+                             "--task-ids", "0", "--model", model)
+    assert code == 0
+    (record,) = records
+    assert record["status"] == "error"
+    assert record["error"]["stage"] == "critique" and record["error"]["type"] == "CriticError"
+    assert record["p0"] is not None and record["p1"] is None and record["score"] is None
