@@ -1,18 +1,31 @@
-"""The anti-leak critic: sees the hidden reference, may only return grade, E1–E6 and rationale.
+"""Critics: read a plan ``p0`` and return a critique the reviser will act on.
 
-Output is parsed into the closed ``Critique`` schema (malformed answers are retried), then the
-rationale passes the leak guard (leaks are retried, then redacted). The result records what the
-guard did, so every Refine record shows whether the critic tried to leak.
+One ``Critic`` class covers every strategy of the ablation (``critique.strategies``): whether it
+sees the ``Supervision``, whether it answers in the E1–E6 taxonomy, whether its rationale passes
+the leak guard, and whether it is told it may reveal the reference (the ``leaky`` upper bound).
+
+Output is parsed into a closed schema (malformed answers are retried). With the guard on, a
+rationale carrying supervision-only content is sent back for a rewrite, then redacted; the
+result records what the guard did, so every Refine record shows whether the critic tried to leak.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, ValidationError
 
 from critique.leak_guard import GuardOutcome, LeakGuard
-from critique.schema import CRITIQUE_JSON_SCHEMA, ERROR_CODES, GRADES, Critique
+from critique.schema import (
+    CRITIQUE_JSON_SCHEMA,
+    ERROR_CODES,
+    FREE_CRITIQUE_JSON_SCHEMA,
+    GRADES,
+    AnyCritique,
+    Critique,
+    FreeCritique,
+)
 from envs.base import Supervision, TaskView
 from planners.chat import ChatModel, extract_json
 from planners.plan import Plan
@@ -24,50 +37,58 @@ class CriticError(RuntimeError):
 
 
 class CriticResult(BaseModel):
-    critique: Critique
+    critique: AnyCritique
     guard: GuardOutcome
     attempts: int
     raw_answers: list[str] = Field(default_factory=list)
 
 
-class AntiLeakCritic:
-    def __init__(self, model: ChatModel, attempts: int = 3, leak_retries: int = 2):
+@dataclass(frozen=True)
+class CriticSettings:
+    sees_supervision: bool = True
+    taxonomy: bool = True
+    guarded: bool = True
+    may_reveal: bool = False
+
+
+ANTI_LEAK = CriticSettings()
+
+
+class Critic:
+    def __init__(self, model: ChatModel, settings: CriticSettings = ANTI_LEAK, attempts: int = 3,
+                 leak_retries: int = 2):
+        if settings.guarded and not settings.sees_supervision:
+            settings = CriticSettings(False, settings.taxonomy, False, False)  # nothing to guard
         self.model = model
+        self.settings = settings
         self.attempts = attempts
         self.leak_retries = leak_retries
 
-    def critique(self, view: TaskView, supervision: Supervision, plan: Plan) -> CriticResult:
-        guard = LeakGuard(view, supervision)
-        prompt = render(
-            "critique",
-            "critic",
-            policy=view.policy,
-            tools=", ".join(view.tool_names) or "(no tools)",
-            request=view.opening_request or "",
-            supervision=supervision.render(),
-            plan=json.dumps(plan.to_apb(), indent=2),
-            errors="\n".join(f"{c}: {d}" for c, d in ERROR_CODES.items()),
-            grades=", ".join(str(g) for g in GRADES),
-        )
-        messages = [{"role": "user", "content": prompt}]
+    def critique(self, view: TaskView, supervision: Supervision | None, plan: Plan) -> CriticResult:
+        s = self.settings
+        if s.sees_supervision and supervision is None:
+            raise ValueError("this critic needs the supervision")
+        guard = LeakGuard(view, supervision) if s.guarded else None
+        schema = CRITIQUE_JSON_SCHEMA if s.taxonomy else FREE_CRITIQUE_JSON_SCHEMA
+        messages = [{"role": "user", "content": self._prompt(view, supervision, plan)}]
         outcome = GuardOutcome()
         raw: list[str] = []
-        malformed = 0
-        leaks = 0
+        malformed = leaks = 0
         while True:
-            reply = self.model.complete(messages, json_schema=CRITIQUE_JSON_SCHEMA)
+            reply = self.model.complete(messages, json_schema=schema)
             raw.append(reply.content or "")
             try:
-                critique = Critique.model_validate(extract_json(reply.content))
+                data = extract_json(reply.content)
+                critique: AnyCritique = (Critique if s.taxonomy else FreeCritique).model_validate(data)
             except (ValueError, ValidationError) as exc:
                 malformed += 1
                 if malformed >= self.attempts:
                     raise CriticError(
-                        f"no valid critique after {malformed} malformed answers: {str(exc)[:300]}"
+                        f"no valid critique after {malformed} malformed answers: {' '.join(str(exc).split())[:300]}"
                     ) from exc
-                messages += [reply.as_message(), {"role": "user", "content": _format_feedback(exc)}]
+                messages += [reply.as_message(), {"role": "user", "content": _format_feedback(exc, s.taxonomy)}]
                 continue
-            findings = guard.scan(critique.rationale)
+            findings = guard.scan(critique.rationale) if guard else []
             if not findings:
                 return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw)
             outcome.fired = True
@@ -83,6 +104,48 @@ class AntiLeakCritic:
             critique = critique.model_copy(update={"rationale": redacted})
             return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw)
 
+    def _prompt(self, view: TaskView, supervision: Supervision | None, plan: Plan) -> str:
+        s = self.settings
+        reference = ""
+        if s.sees_supervision:
+            reference = (
+                "You can see how the task is judged (the hidden reference below); the agent cannot.\n\n"
+                f"<hidden_reference>\n{supervision.render()}\n</hidden_reference>\n"
+            )
+        if s.may_reveal:
+            rules = ("You may quote the reference's values and steps wherever that helps the agent "
+                     "fix its plan.")
+        elif s.sees_supervision:
+            rules = ("Rules for the rationale (it will be shown to the agent):\n"
+                     "- Diagnose, do not solve. Say what is wrong or missing in general terms.\n"
+                     "- Never quote values that appear only in the hidden reference: no IDs, dates, "
+                     "amounts, codes, names of items, and never list the reference's sequence of tool calls.")
+        else:
+            rules = "Diagnose what is wrong or missing; the rationale will be shown to the agent."
+        if s.taxonomy:
+            taxonomy = ("Error flags:\n" + "\n".join(f"{c}: {d}" for c, d in ERROR_CODES.items()))
+            answer = ('{"grade": <one of ' + ", ".join(str(g) for g in GRADES) + '>, "errors": {"E1": '
+                      'true|false, "E2": ..., "E3": ..., "E4": ..., "E5": ..., "E6": ...}, "rationale": "<diagnosis>"}')
+        else:
+            taxonomy = ""
+            answer = '{"rationale": "<diagnosis>"}'
+        return render(
+            "critique", "critic",
+            policy=view.policy,
+            tools=", ".join(view.tool_names) or "(no tools)",
+            request=view.opening_request or "",
+            reference=reference,
+            plan=json.dumps(plan.to_apb(), indent=2),
+            taxonomy=taxonomy,
+            rules=rules,
+            answer=answer,
+        )
+
+
+def AntiLeakCritic(model: ChatModel, attempts: int = 3, leak_retries: int = 2) -> Critic:  # noqa: N802
+    """The default Refine critic: sees the supervision, answers in the taxonomy, guarded."""
+    return Critic(model, ANTI_LEAK, attempts=attempts, leak_retries=leak_retries)
+
 
 LEAK_FEEDBACK = (
     "Your rationale reveals content that only the reference solution contains (specific IDs, "
@@ -93,12 +156,11 @@ LEAK_FEEDBACK = (
 )
 
 
-def _format_feedback(exc: Exception) -> str:
-    return (
-        f"Your answer did not match the required format ({str(exc)[:300]}). Answer with exactly one "
-        'JSON object {"grade": <one of ' + ", ".join(str(g) for g in GRADES) + '>, "errors": '
-        '{"E1": bool, ..., "E6": bool}, "rationale": "<text>"} and no other fields.'
-    )
+def _format_feedback(exc: Exception, taxonomy: bool) -> str:
+    shape = ('{"grade": <one of ' + ", ".join(str(g) for g in GRADES) + '>, "errors": {"E1": bool, ..., '
+             '"E6": bool}, "rationale": "<text>"}') if taxonomy else '{"rationale": "<text>"}'
+    return (f"Your answer did not match the required format ({' '.join(str(exc).split())[:300]}). "
+            f"Answer with exactly one JSON object {shape} and no other fields.")
 
 
 def _union(a: list, b: list) -> list:

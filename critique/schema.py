@@ -23,6 +23,14 @@ ERROR_CODES: dict[str, str] = {
 }
 
 
+def check_grade(cls, value: float) -> float:
+    """Snap a grade to the allowed set, or reject it."""
+    for g in GRADES:
+        if abs(value - g) < 1e-9:
+            return g
+    raise ValueError(f"grade {value} is not one of {list(GRADES)}")
+
+
 class ErrorFlags(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -46,13 +54,7 @@ class Critique(BaseModel):
     errors: ErrorFlags
     rationale: str
 
-    @field_validator("grade")
-    @classmethod
-    def _grade_in_set(cls, value: float) -> float:
-        for g in GRADES:
-            if abs(value - g) < 1e-9:
-                return g
-        raise ValueError(f"grade {value} is not one of {list(GRADES)}")
+    _grade = field_validator("grade")(check_grade)
 
     def render(self) -> str:
         """The critique as the reviser reads it."""
@@ -62,6 +64,26 @@ class Critique(BaseModel):
         )
         return f"Plan grade: {self.grade}\nError flags:\n{flag_text}\nRationale: {self.rationale}"
 
+
+class FreeCritique(BaseModel):
+    """A critique without the taxonomy: only a rationale (the "no-metric" ablations)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rationale: str
+
+    def render(self) -> str:
+        return f"Review: {self.rationale}"
+
+
+AnyCritique = Critique | FreeCritique
+
+FREE_CRITIQUE_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"rationale": {"type": "string"}},
+    "required": ["rationale"],
+    "additionalProperties": False,
+}
 
 CRITIQUE_JSON_SCHEMA: dict[str, Any] = {
     "type": "object",

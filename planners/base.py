@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from critique.schema import Critique
+from critique.schema import AnyCritique
 from envs.base import TaskView
 from planners.plan import Plan
 
@@ -19,6 +19,6 @@ class Planner(Protocol):
         """A holistic plan ``p0`` for the task."""
         ...
 
-    def revise(self, view: TaskView, plan: Plan, critique: Critique) -> Plan:
+    def revise(self, view: TaskView, plan: Plan, critique: AnyCritique) -> Plan:
         """A revised plan ``p1`` given the critique of ``plan``."""
         ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from critique.schema import Critique
+from critique.schema import AnyCritique
 from envs.base import TaskView
 from planners.chat import ChatModel, extract_json
 from planners.plan import PLAN_JSON_SCHEMA, Plan
@@ -26,7 +26,7 @@ class LLMPlanner:
         prompt = render("planners", "plan", **_view_fields(view))
         return self._ask(prompt, view)
 
-    def revise(self, view: TaskView, plan: Plan, critique: Critique) -> Plan:
+    def revise(self, view: TaskView, plan: Plan, critique: AnyCritique) -> Plan:
         prompt = render(
             "planners",
             "revise",

@@ -54,6 +54,17 @@ class RunConfig(BaseModel):
     cache_dir: Path | None = None
     no_cache: bool = False
     retry_errors: bool = False
+    strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")
+    no_judge: bool = Field(default=False, description="Skip the plan judge of p0 and p1.")
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, value: str) -> str:
+        from critique.strategies import STRATEGIES
+
+        if value not in STRATEGIES:
+            raise ValueError(f"unknown critique strategy; accepted: {', '.join(STRATEGIES)}")
+        return value
 
     @field_validator("tasks", mode="before")
     @classmethod

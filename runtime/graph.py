@@ -1,13 +1,14 @@
 """The episode state machine: a LangGraph ``StateGraph`` whose edges the mode selects.
 
-    direct      prepare ─────────────────────────────────► execute → score
-    plan-first  prepare → plan ──────────────────────────► execute → score
-    refine      prepare → plan → critique → revise ──────► execute → score
+    direct      prepare ───────────────────────────────────────────────────► execute → score
+    plan-first  prepare → plan → [judge_p0] ───────────────────────────────► execute → score
+    refine      prepare → plan → [judge_p0] → critique → revise → [judge_p1] → execute → score
 
 ``prepare`` fixes the opening request once per (task, user model, trial) and ``plan`` makes p0
 once per (task, tested model, planner, trial): both are stored artifacts, so Plan-first and
-Refine execute from the same opening and revise the same p0. Only ``critique`` ever touches the
-``Supervision``; the planner, reviser and executor nodes are handed the ``TaskView`` alone.
+Refine execute from the same opening and revise the same p0. Only ``critique`` (for the
+strategies that see it) and the optional plan judge touch the ``Supervision``; the planner,
+reviser and executor nodes are handed the ``TaskView`` alone.
 A node that fails puts a ``StageError`` in the state and the graph ends there.
 """
 
@@ -21,7 +22,9 @@ from typing import Annotated, Any, Callable, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from critique.critic import AntiLeakCritic, CriticResult
+from critique.critic import CriticResult
+from critique.judge import JudgeResult, PlanJudge
+from critique.strategies import Strategy
 from envs.base import Environment, Score, Supervision, TaskView, Trajectory
 from planners.base import Planner
 from planners.chat import ChatModel
@@ -45,6 +48,8 @@ class EpisodeState(TypedDict, total=False):
     p0: Plan
     critic: CriticResult
     p1: Plan
+    judge_p0: JudgeResult
+    judge_p1: JudgeResult
     trajectory: Trajectory
     score: Score
     error: StageError
@@ -65,6 +70,8 @@ class EpisodeContext:
     make_planner: PlannerFactory
     meter: Meter
     max_steps: int
+    strategy: Strategy
+    judge: bool = True
 
     def client(self, role: str, purpose: str) -> ChatModel:
         context = {"env": self.key.env, "domain": self.key.domain, "task_id": self.key.task_id,
@@ -121,13 +128,36 @@ def build_graph(ctx: EpisodeContext):
             update["reused"] = ["p0"]
         return update
 
+    def judge_p0(state: EpisodeState) -> dict[str, Any]:
+        judge = PlanJudge(ctx.client("judge_model", "judge"))
+        p0 = state["p0"]
+        judge_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "trial": key.trial,
+                     "judge_model": ctx.layer.specs["judge_model"].model,
+                     "p0": hashlib.sha256(p0.model_dump_json().encode()).hexdigest()}
+        data, _ = ctx.store.get_or_create(
+            "judge_p0", judge_key,
+            lambda: judge.judge(state["view"], state["supervision"], p0).model_dump(),
+        )
+        return {"judge_p0": JudgeResult.model_validate(data)}
+
     def critique(state: EpisodeState) -> dict[str, Any]:
-        critic = AntiLeakCritic(ctx.client("critic_model", "critic"))
-        return {"critic": critic.critique(state["view"], state["supervision"], state["p0"])}
+        strategy = ctx.strategy
+        if strategy.critic_role is None:
+            return {}
+        purpose = "critic" if strategy.critic_role == "critic_model" else "self-critic"
+        critic = strategy.critic(ctx.client(strategy.critic_role, purpose))
+        supervision = state["supervision"] if strategy.settings.sees_supervision else None
+        return {"critic": critic.critique(state["view"], supervision, state["p0"])}
 
     def revise(state: EpisodeState) -> dict[str, Any]:
+        if "critic" not in state:  # the negative control: nothing to revise from
+            return {"p1": state["p0"].model_copy(deep=True)}
         planner = ctx.make_planner(ctx.client("model", "reviser"))
         return {"p1": planner.revise(state["view"], state["p0"], state["critic"].critique)}
+
+    def judge_p1(state: EpisodeState) -> dict[str, Any]:
+        judge = PlanJudge(ctx.client("judge_model", "judge"))
+        return {"judge_p1": judge.judge(state["view"], state["supervision"], state["p1"])}
 
     def execute(state: EpisodeState) -> dict[str, Any]:
         view = state["view"]
@@ -142,8 +172,9 @@ def build_graph(ctx: EpisodeContext):
         return {"score": ctx.env.score(key.domain, key.task_id, state["trajectory"])}
 
     graph = StateGraph(EpisodeState)
-    for name, fn in [("prepare", prepare), ("plan", plan), ("critique", critique),
-                     ("revise", revise), ("execute", execute), ("score", score)]:
+    for name, fn in [("prepare", prepare), ("plan", plan), ("judge_p0", judge_p0),
+                     ("critique", critique), ("revise", revise), ("judge_p1", judge_p1),
+                     ("execute", execute), ("score", score)]:
         graph.add_node(name, _node(name, fn))
 
     def after(next_by_mode: dict[str, str] | str):
@@ -156,10 +187,16 @@ def build_graph(ctx: EpisodeContext):
     graph.add_edge(START, "prepare")
     graph.add_conditional_edges("prepare", after({"direct": "execute", "plan-first": "plan", "refine": "plan"}),
                                 ["execute", "plan", END])
-    graph.add_conditional_edges("plan", after({"plan-first": "execute", "refine": "critique"}),
-                                ["execute", "critique", END])
+    after_p0 = {"plan-first": "execute", "refine": "critique"}
+    if ctx.judge:
+        graph.add_conditional_edges("plan", after("judge_p0"), ["judge_p0", END])
+        graph.add_conditional_edges("judge_p0", after(after_p0), ["execute", "critique", END])
+        graph.add_conditional_edges("revise", after("judge_p1"), ["judge_p1", END])
+        graph.add_conditional_edges("judge_p1", after("execute"), ["execute", END])
+    else:
+        graph.add_conditional_edges("plan", after(after_p0), ["execute", "critique", END])
+        graph.add_conditional_edges("revise", after("execute"), ["execute", END])
     graph.add_conditional_edges("critique", after("revise"), ["revise", END])
-    graph.add_conditional_edges("revise", after("execute"), ["execute", END])
     graph.add_conditional_edges("execute", after("score"), ["score", END])
     graph.add_edge("score", END)
     return graph.compile()

@@ -22,9 +22,11 @@ class EpisodeKey(BaseModel):
     mode: Mode
     model: str
     trial: int
+    strategy: str = Field(default="", description="Critique strategy (refine only).")
 
     def id(self) -> str:
-        return "|".join([self.env, self.domain, self.task_id, self.mode, self.model, str(self.trial)])
+        parts = [self.env, self.domain, self.task_id, self.mode, self.model, str(self.trial)]
+        return "|".join(parts + ([self.strategy] if self.strategy else []))
 
 
 class StageError(BaseModel):
@@ -46,6 +48,8 @@ class EpisodeRecord(BaseModel):
     critique: dict[str, Any] | None = None
     guard: dict[str, Any] | None = Field(default=None, description="Leak-guard outcome for the critique.")
     p1: dict[str, Any] | None = None
+    judge_p0: dict[str, Any] | None = Field(default=None, description="APB plan judgement of p0.")
+    judge_p1: dict[str, Any] | None = Field(default=None, description="APB plan judgement of p1.")
     score: float | None = None
     score_name: str | None = None
     breakdown: dict[str, Any] = Field(default_factory=dict)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
+from critique.strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy
 from envs.base import Environment
 from runtime.graph import EpisodeContext, EpisodeState, PlannerFactory, build_graph
 from runtime.models import Meter, ModelLayer
@@ -41,6 +42,8 @@ class RunPlan:
     max_steps: int = 100
     concurrency: int = 4
     retry_errors: bool = False
+    strategies: list[Strategy] = field(default_factory=lambda: [STRATEGIES[DEFAULT_STRATEGY]])
+    judge: bool = True
     keys: list[EpisodeKey] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -48,10 +51,12 @@ class RunPlan:
         # Task-major order, modes last: an episode's shared p0 is made by the first mode that
         # needs it and the rest of that task's modes follow right behind.
         self.keys = [
-            EpisodeKey(env=self.env.name, domain=self.domain, task_id=t, mode=m, model=model, trial=k)
+            EpisodeKey(env=self.env.name, domain=self.domain, task_id=t, mode=m, model=model,
+                       trial=k, strategy=s)
             for t in self.task_ids
             for k in range(self.trials)
             for m in self.modes
+            for s in ([x.name for x in self.strategies] if m == "refine" else [""])
         ]
 
 
@@ -61,7 +66,9 @@ def run_episode(plan: RunPlan, key: EpisodeKey) -> EpisodeRecord:
     seed = trial_seed(plan.seed, key.trial)
     ctx = EpisodeContext(key=key, seed=seed, env=plan.env, layer=plan.layer, store=plan.store,
                          planner_name=plan.planner_name, make_planner=plan.make_planner,
-                         meter=meter, max_steps=plan.max_steps)
+                         meter=meter, max_steps=plan.max_steps,
+                         strategy=STRATEGIES[key.strategy or DEFAULT_STRATEGY],
+                         judge=plan.judge and key.mode != "direct")
     try:
         state: EpisodeState = build_graph(ctx).invoke({}, {"recursion_limit": 50})
     except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised
@@ -87,6 +94,8 @@ def _record(plan: RunPlan, key: EpisodeKey, seed: int, state: EpisodeState, mete
         critique=critic.critique.model_dump() if critic else None,
         guard={**critic.guard.model_dump(), "critic_attempts": critic.attempts} if critic else None,
         p1=state["p1"].model_dump() if "p1" in state else None,
+        judge_p0=state["judge_p0"].model_dump() if "judge_p0" in state else None,
+        judge_p1=state["judge_p1"].model_dump() if "judge_p1" in state else None,
         score=score.value if score else None,
         score_name=score.name if score else None,
         breakdown=score.breakdown if score else {},

@@ -1,4 +1,5 @@
-"""The end-of-run summary: per mode, the mean of the benchmark's score, n, errors, tokens, cost."""
+"""The end-of-run summary: per mode (and critique strategy), the mean of the benchmark's score,
+n, errors, plan-judge correctness p0 → p1, guard firings, tokens and cost."""
 
 from __future__ import annotations
 
@@ -8,49 +9,91 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
 from runtime.records import MODES, EpisodeRecord
+
+
+def arm(mode: str, strategy: str) -> str:
+    """The row label of a (mode, strategy) pair: ``refine`` is the default strategy."""
+    if mode != "refine" or not strategy or strategy == DEFAULT_STRATEGY:
+        return mode
+    return f"refine:{STRATEGIES[strategy].label}" if strategy in STRATEGIES else f"refine:{strategy}"
+
+
+def _judged(judgement: dict | None, field: str) -> Any:
+    if not judgement or not judgement.get("judgement"):
+        return None
+    return judgement["judgement"][field]
 
 
 def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
     rows = []
     for r in records:
         total = r.usage.get("total", {})
-        rows.append({
+        row = {
             "env": r.key.env, "domain": r.key.domain, "task_id": r.key.task_id, "mode": r.key.mode,
+            "strategy": r.key.strategy, "arm": arm(r.key.mode, r.key.strategy),
             "model": r.key.model, "trial": r.key.trial, "status": r.status, "score": r.score,
-            "score_name": r.score_name, "cost_usd": total.get("cost_usd", 0.0),
+            "score_name": r.score_name, "turns": r.turns, "cost_usd": total.get("cost_usd", 0.0),
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
-        })
+            "p0_correct": _judged(r.judge_p0, "is_correct"), "p0_grade": _judged(r.judge_p0, "grade"),
+            "p1_correct": _judged(r.judge_p1, "is_correct"), "p1_grade": _judged(r.judge_p1, "grade"),
+        }
+        for plan in ("p0", "p1"):
+            flags = _judged(getattr(r, f"judge_{plan}"), "error_list")
+            for i in range(6):
+                row[f"{plan}_E{i + 1}"] = None if flags is None else flags[i]
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _mean(series: pd.Series) -> float | None:
+    values = series.dropna().astype(float)
+    return float(values.mean()) if len(values) else None
 
 
 def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
     df = frame(records)
-    by_mode: dict[str, Any] = {}
+    by_arm: dict[str, Any] = {}
     if not df.empty:
-        for mode in [m for m in MODES if m in set(df["mode"])]:
-            part = df[df["mode"] == mode]
+        order = sorted(set(df["arm"]), key=lambda a: (MODES.index(a.split(":")[0]), a))
+        for name in order:
+            part = df[df["arm"] == name]
             ok = part[part["status"] == "ok"]
-            by_mode[mode] = {
+            by_arm[name] = {
                 "n": int(len(part)),
                 "n_scored": int(len(ok)),
                 "errors": int((part["status"] == "error").sum()),
-                "mean_score": float(ok["score"].mean()) if len(ok) else None,
+                "mean_score": _mean(ok["score"]),
                 "score_name": ok["score_name"].iloc[0] if len(ok) else None,
+                "mean_turns": _mean(ok["turns"]),
+                "judge_p0_correct": _mean(part["p0_correct"]),
+                "judge_p1_correct": _mean(part["p1_correct"]),
+                "judge_p0_grade": _mean(part["p0_grade"]),
+                "judge_p1_grade": _mean(part["p1_grade"]),
                 "tokens": int(part["tokens"].sum()),
                 "cost_usd": float(part["cost_usd"].sum()),
                 "guard_fired": int(part["guard_fired"].sum()),
             }
-    return {"n_records": int(len(df)), "by_mode": by_mode}
+    return {"n_records": int(len(df)), "by_mode": by_arm}
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
 
 
 def print_summary(summary: dict[str, Any], console: Console, title: str) -> None:
     table = Table(title=title)
-    for col in ("mode", "mean score", "n", "errors", "tokens", "cost (USD)", "guard fired"):
+    for col in ("mode", "mean score", "n", "errors", "judge CR p0 → p1", "guard fired", "tokens",
+                "cost (USD)"):
         table.add_column(col, justify="left" if col == "mode" else "right")
     for mode, row in summary["by_mode"].items():
-        mean = "–" if row["mean_score"] is None else f"{row['mean_score']:.3f}"
-        table.add_row(mode, mean, str(row["n"]), str(row["errors"]), str(row["tokens"]),
-                      f"{row['cost_usd']:.4f}", str(row["guard_fired"]))
+        judge = "–"
+        if row["judge_p0_correct"] is not None:
+            judge = _fmt(row["judge_p0_correct"], 2)
+            if row["judge_p1_correct"] is not None:
+                judge += f" → {_fmt(row['judge_p1_correct'], 2)}"
+        table.add_row(mode, _fmt(row["mean_score"]), str(row["n"]), str(row["errors"]), judge,
+                      str(row["guard_fired"]), str(row["tokens"]), f"{row['cost_usd']:.4f}")
     console.print(table)

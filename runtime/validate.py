@@ -60,6 +60,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", default=None)
     p.add_argument("--retry-errors", action="store_true", default=None,
                    help="re-run episodes recorded as errors (the new record supersedes the old)")
+    p.add_argument("--strategy", help="critique strategy for refine (default anti-leak); see "
+                   "python -m runtime.ablate for the list")
+    p.add_argument("--no-judge", action="store_true", default=None,
+                   help="skip the plan judge (p0/p1 correctness, grade, E1–E6)")
     return p
 
 
@@ -85,10 +89,20 @@ def _config(args: argparse.Namespace) -> RunConfig:
 
 
 def _run(config: RunConfig, console: Console) -> int:
+    plan, out, specs, embedded = build_plan(config, console, modes=config.modes,
+                                            strategies=[config.strategy])
+    run_with_progress(plan, console)
+    records = finished_records(plan)
+    return report(plan, records, out, specs, embedded, console, config)
+
+
+def build_plan(config: RunConfig, console: Console, modes: list[str], strategies: list[str]):
+    """Validate the run's settings and assemble its episode matrix (no model is called)."""
     _quiet_loguru()
+    from critique.strategies import resolve
     from envs import UnknownTaskError, get_environment
     from envs.base import TaskSelection
-    from runtime import runner, summary
+    from runtime import runner
     from runtime.models import ModelConfigError, ModelLayer, ResponseCache, check_credentials
     from runtime.store import RunStore
 
@@ -112,7 +126,8 @@ def _run(config: RunConfig, console: Console) -> int:
             console.print("Default sample for the embedded model: 2 tasks (set --tasks for more).")
         task_ids = env.select(TaskSelection(domain=domain, split=config.split, ids=ids,
                                             count=count, seed=config.seed))
-    except (UnknownTaskError, ModelConfigError) as exc:
+        resolve(strategies)
+    except (UnknownTaskError, ModelConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
 
     run_id = config.run_id or _default_run_id(config, domain, specs["model"].model)
@@ -124,10 +139,11 @@ def _run(config: RunConfig, console: Console) -> int:
         cache = ResponseCache((config.cache_dir or out.parent / ".cache") / "responses.sqlite")
     layer = ModelLayer(specs, cache=cache)
     plan = runner.RunPlan(
-        run_id=run_id, env=env, domain=domain, task_ids=task_ids, modes=config.modes,
+        run_id=run_id, env=env, domain=domain, task_ids=task_ids, modes=modes,
         trials=config.trials, seed=config.seed, layer=layer, store=store,
         planner_name="llm", make_planner=_llm_planner, max_steps=config.max_steps,
         concurrency=config.concurrency, retry_errors=config.retry_errors,
+        strategies=resolve(strategies), judge=not config.no_judge,
     )
     store.note_invocation({
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -135,24 +151,38 @@ def _run(config: RunConfig, console: Console) -> int:
         "models": {role: spec.public() for role, spec in specs.items()},
         "task_ids": task_ids,
     })
+    return plan, out, specs, embedded
+
+
+def run_with_progress(plan, console: Console) -> None:
+    from runtime import runner
+
     todo = runner.pending(plan)
-    console.print(f"run {run_id}: {len(plan.keys)} episodes ({len(plan.keys) - len(todo)} already "
-                  f"done) → {out}")
+    console.print(f"run {plan.run_id}: {len(plan.keys)} episodes ({len(plan.keys) - len(todo)} "
+                  f"already done) → {plan.store.root}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
         bar = progress.add_task("episodes", total=len(todo))
         runner.run(plan, on_done=lambda record: progress.advance(bar))
 
+
+def finished_records(plan):
     wanted = {k.id() for k in plan.keys}
-    records = [r for r in store.records() if r.record_id in wanted]
+    return [r for r in plan.store.records() if r.record_id in wanted]
+
+
+def report(plan, records, out: Path, specs, embedded: bool, console: Console, config: RunConfig) -> int:
+    from runtime import summary
+
+    store = plan.store
     result = summary.summarize(records)
-    result.update({"run_id": run_id, "env": config.env, "domain": domain,
+    result.update({"run_id": plan.run_id, "env": config.env, "domain": plan.domain,
                    "models": {role: spec.public() for role, spec in specs.items()},
                    "embedded_default": embedded})
     if embedded:
         result["note"] = EMBEDDED_NOTE
     store.write_summary(result)
-    summary.print_summary(result, console, title=f"{config.env}/{domain} — {specs['model'].model}")
+    summary.print_summary(result, console, title=f"{config.env}/{plan.domain} — {specs['model'].model}")
     if embedded:
         console.print(f"[yellow]{EMBEDDED_NOTE}[/]")
     errors = [r for r in records if r.status == "error"]
@@ -206,7 +236,7 @@ def _llm_planner(model):
 
 
 def _default_domain(env: str) -> str:
-    return {"tau2": "airline"}.get(env, "default")
+    return {"tau2": "airline", "toolsandbox": "default"}.get(env, "default")
 
 
 def _default_run_id(config: RunConfig, domain: str, model: str) -> str:

@@ -18,18 +18,18 @@ class Tau2Environment:
         return tasks.select(selection)
 
     def _env(self, domain: str):
+        """A fresh environment for an episode (its DB is mutated by tool calls)."""
         from tau2.registry import registry
 
         return registry.get_env_constructor(domain)()
 
     def load(self, domain: str, task_id: str) -> tuple[TaskView, Supervision]:
         task = tasks.task(domain, task_id)
-        env = self._env(domain)
-        schemas = [t.openai_schema for t in env.get_tools()]
-        return tasks.split_task(domain, task, env.get_policy(), schemas)
+        policy, schemas = tasks.policy_and_tools(domain)
+        return tasks.split_task(domain, task, policy, schemas)
 
     def opening_request(self, domain: str, task_id: str, user: UserTurn, seed: int) -> str:
-        return episode.opening_request(self._env(domain), tasks.task(domain, task_id), user)
+        return episode.opening_request(tasks.reference_env(domain), tasks.task(domain, task_id), user)
 
     def play(
         self,

@@ -34,6 +34,22 @@ def splits(domain: str) -> dict[str, list[str]]:
     return dict(loader()) if loader else {}
 
 
+@lru_cache(maxsize=None)
+def reference_env(domain: str):
+    """One environment per domain, only ever read (policy, tool schemas, user tools).
+
+    Building an environment parses the domain's DB (about 0.3 s for airline); episodes that
+    mutate state get their own, everything else shares this one.
+    """
+    return registry.get_env_constructor(domain)()
+
+
+@lru_cache(maxsize=None)
+def policy_and_tools(domain: str) -> tuple[str, list[dict]]:
+    env = reference_env(domain)
+    return env.get_policy(), [t.openai_schema for t in env.get_tools()]
+
+
 def task(domain: str, task_id: str) -> Task:
     tasks = _tasks(domain)
     if task_id not in tasks:

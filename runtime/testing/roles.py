@@ -24,6 +24,10 @@ DEFAULT_CRITIQUE = {
     "rationale": "The plan never says which records must be checked before acting, so it may "
     "stop before the user's goal is fully met.",
 }
+JUDGE_P0 = {"is_correct": False, "grade": 0.4, "error_list": [0, 1, 0, 0, 0, 0],
+            "reasoning": "The plan may act before checking the records it depends on."}
+JUDGE_P1 = {"is_correct": True, "grade": 0.8, "error_list": [0, 0, 0, 0, 0, 0],
+            "reasoning": "The plan checks what it needs before acting."}
 DEFAULT_REVISION = {
     "plan": DEFAULT_PLAN["plan"] + " Check every record the request touches before acting.",
     "tool_chain": [],
@@ -34,12 +38,19 @@ def fixed(answer: dict[str, Any]) -> Script:
     return lambda request, context: text(json.dumps(answer))
 
 
+def judge_by_revision_marker(request: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    """Judges the default revision correct and anything else not: a fixed, known answer."""
+    revised = DEFAULT_REVISION["plan"][-40:] in json.dumps(request["messages"])
+    return text(json.dumps(JUDGE_P1 if revised else JUDGE_P0))
+
+
 @dataclass
 class ScriptedRoles:
     act: Script | None = None
     planner: Script = field(default_factory=lambda: fixed(DEFAULT_PLAN))
     critic: Script = field(default_factory=lambda: fixed(DEFAULT_CRITIQUE))
     reviser: Script = field(default_factory=lambda: fixed(DEFAULT_REVISION))
+    judge: Script = field(default_factory=lambda: judge_by_revision_marker)
 
     def __post_init__(self) -> None:
         if self.act is None:
@@ -54,8 +65,10 @@ class ScriptedRoles:
         purpose = context.get("purpose")
         if purpose == "planner":
             return self.planner(request, context)
-        if purpose == "critic":
+        if purpose in ("critic", "self-critic"):
             return self.critic(request, context)
+        if purpose == "judge":
+            return self.judge(request, context)
         if purpose == "reviser":
             return self.reviser(request, context)
         return self.act(request, context)

