@@ -56,6 +56,7 @@ class RunConfig(BaseModel):
     retry_errors: bool = False
     strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")
     no_judge: bool = Field(default=False, description="Skip the plan judge of p0 and p1.")
+    planner: str = Field(default="llm", description="A planner name or 'package.module:Class'.")
 
     @field_validator("strategy")
     @classmethod

@@ -62,6 +62,8 @@ def parser() -> argparse.ArgumentParser:
                    help="re-run episodes recorded as errors (the new record supersedes the old)")
     p.add_argument("--strategy", help="critique strategy for refine (default anti-leak); see "
                    "python -m runtime.ablate for the list")
+    p.add_argument("--planner", help="planner to test: a name from `python -m runtime.planners` or "
+                   "package.module:Class (default llm)")
     p.add_argument("--no-judge", action="store_true", default=None,
                    help="skip the plan judge (p0/p1 correctness, grade, E1–E6)")
     return p
@@ -127,6 +129,7 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
         task_ids = env.select(TaskSelection(domain=domain, split=config.split, ids=ids,
                                             count=count, seed=config.seed))
         resolve(strategies)
+        make_planner = _planner_factory(config.planner)
     except (UnknownTaskError, ModelConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
 
@@ -141,7 +144,7 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
     plan = runner.RunPlan(
         run_id=run_id, env=env, domain=domain, task_ids=task_ids, modes=modes,
         trials=config.trials, seed=config.seed, layer=layer, store=store,
-        planner_name="llm", make_planner=_llm_planner, max_steps=config.max_steps,
+        planner_name=config.planner, make_planner=make_planner, max_steps=config.max_steps,
         concurrency=config.concurrency, retry_errors=config.retry_errors,
         strategies=resolve(strategies), judge=not config.no_judge,
     )
@@ -229,10 +232,20 @@ def _register_providers(specs) -> None:
         local_provider.register()
 
 
-def _llm_planner(model):
-    from planners.llm import LLMPlanner
+def _planner_factory(spec: str):
+    """Load the planner and check it once, before any episode, so a broken one fails fast."""
+    from planners import registry
 
-    return LLMPlanner(model)
+    factory = registry.load(spec)
+    registry.build(factory, _NoModel(), spec)
+    return lambda model: registry.build(factory, model, spec)
+
+
+class _NoModel:
+    """Stands in for the tested model while a planner is only being constructed."""
+
+    def complete(self, *args, **kwargs):
+        raise RuntimeError("no model calls while checking a planner")
 
 
 def _default_domain(env: str) -> str:
