@@ -44,6 +44,11 @@ class TaskView(BaseModel):
     domain: str
     task_id: str
     policy: str = Field(description="System prompt / domain policy given to the agent.")
+    instructions: str = Field(
+        default="",
+        description="The benchmark's own agent instruction (τ²'s AGENT_INSTRUCTION); the executor "
+        "puts it before the policy. Empty: the executor's neutral default.",
+    )
     tools: list[ToolSchema] = Field(description="The agent's tool schemas (OpenAI format).")
     opening_request: str | None = Field(
         default=None,
@@ -59,7 +64,8 @@ class TaskView(BaseModel):
     def text(self) -> str:
         """Everything in the view as one string (what the leak guard treats as public)."""
         return "\n".join(
-            [self.policy, json.dumps(self.tools, sort_keys=True), self.opening_request or ""]
+            [self.instructions, self.policy, json.dumps(self.tools, sort_keys=True),
+             self.opening_request or ""]
         )
 
 

@@ -10,13 +10,12 @@ from envs.base import ChatMessage, TaskView, ToolSchema
 from planners.chat import ChatModel
 from planners.plan import Plan
 
-INSTRUCTION = """You are a customer service agent that helps the user according to the <policy> provided below.
+DEFAULT_INSTRUCTION = """You are an agent that helps the user according to the <policy> provided below.
 In each turn you can either:
 - Send a message to the user.
 - Make a tool call.
-You cannot do both at the same time.
-
-Try to be helpful and always follow the policy. Always make sure you generate valid JSON only."""
+You cannot do both at the same time. Always follow the policy."""
+"""Used when the benchmark brings no agent instruction of its own (τ² does: its own is used)."""
 
 PLAN_INSTRUCTION = """Before the conversation you wrote the plan below for this request. Follow it, but
 trust what the user and the tools tell you over the plan where they disagree."""
@@ -33,7 +32,8 @@ class Executor:
 
     @property
     def system_prompt(self) -> str:
-        parts = [f"<instructions>\n{INSTRUCTION}\n</instructions>", f"<policy>\n{self.view.policy}\n</policy>"]
+        instruction = self.view.instructions or DEFAULT_INSTRUCTION
+        parts = [f"<instructions>\n{instruction}\n</instructions>", f"<policy>\n{self.view.policy}\n</policy>"]
         if self.plan is not None:
             parts.append(f"<plan>\n{PLAN_INSTRUCTION}\n\n{self.plan.render()}\n</plan>")
         return "\n".join(parts)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
+from runtime import categories
 from runtime.records import MODES, EpisodeRecord
 
 
@@ -76,7 +77,11 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "cost_usd": float(part["cost_usd"].sum()),
                 "guard_fired": int(part["guard_fired"].sum()),
             }
-    return {"n_records": int(len(df)), "by_mode": by_arm}
+    result: dict[str, Any] = {"n_records": int(len(df)), "by_mode": by_arm}
+    by_cat = categories.by_category(records, group=lambda r: arm(r.key.mode, r.key.strategy))
+    if by_cat:  # ToolSandbox: per-category similarity and turns, aggregated as ToolSandbox does
+        result["by_category"] = by_cat
+    return result
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -97,3 +102,5 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
         table.add_row(mode, _fmt(row["mean_score"]), str(row["n"]), str(row["errors"]), judge,
                       str(row["guard_fired"]), str(row["tokens"]), f"{row['cost_usd']:.4f}")
     console.print(table)
+    if summary.get("by_category"):
+        console.print(categories.category_table(summary["by_category"], title=f"{title} — per category"))

@@ -102,7 +102,7 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
     """Validate the run's settings and assemble its episode matrix (no model is called)."""
     _quiet_loguru()
     from critique.strategies import resolve
-    from envs import UnknownTaskError, get_environment
+    from envs import EnvError, get_environment
     from envs.base import TaskSelection
     from runtime import runner
     from runtime.models import ModelConfigError, ModelLayer, ResponseCache, check_credentials
@@ -119,7 +119,7 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
         env = get_environment(config.env)
         domain = config.domain or _default_domain(config.env)
         if domain not in env.domains():
-            raise UnknownTaskError(
+            raise EnvError(
                 f"unknown {config.env} domain {domain!r}; accepted: {', '.join(env.domains())}"
             )
         count, ids = config.task_count_or_ids()
@@ -130,7 +130,7 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
                                             count=count, seed=config.seed))
         resolve(strategies)
         make_planner = _planner_factory(config.planner)
-    except (UnknownTaskError, ModelConfigError, ValueError) as exc:
+    except (EnvError, ModelConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
 
     run_id = config.run_id or _default_run_id(config, domain, specs["model"].model)

@@ -89,7 +89,10 @@ def select(selection: TaskSelection) -> list[str]:
 
 def split_task(domain: str, task_obj: Task, policy: str, tools: list[dict]) -> tuple[TaskView, Supervision]:
     """The boundary: the view gets policy and tools; the supervision gets everything scored."""
-    view = TaskView(env="tau2", domain=domain, task_id=task_obj.id, policy=policy, tools=tools)
+    from tau2.agent.llm_agent import AGENT_INSTRUCTION  # τ²'s own words to its agent
+
+    view = TaskView(env="tau2", domain=domain, task_id=task_obj.id, policy=policy, tools=tools,
+                    instructions=AGENT_INSTRUCTION)
     criteria = task_obj.evaluation_criteria
     actions: list[ReferenceAction] = []
     outcomes: list[str] = []

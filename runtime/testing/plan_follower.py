@@ -9,14 +9,20 @@
 * the executor performs exactly the steps of the plan in its instructions, then says the plan's
   summary; the user opens with the task's reason for calling and stops at the first answer.
 
-So Plan-first scores 0, ``leaky`` Refine scores 1, ``none`` and ``anti-leak`` stay at 0 — known
-answers for the statistics and the leak boundary. It proves the experiment's plumbing, not a model.
+So on such tasks Plan-first scores 0, ``leaky`` Refine scores 1 and ``none`` stays at 0 — known
+answers for the statistics and the leak boundary. On other tasks ``p0`` is the full reference.
+``noise`` makes an episode sloppy at random (seeded per episode, independently per mode): the
+executor drops its last step and does not tell the user the plan's summary, so a negative
+control has run-to-run variation like a real model's.
+It proves the experiment's plumbing, not a model.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +60,10 @@ def _plan_steps(actions) -> list[dict[str, str]]:
 
 @dataclass
 class PlanFollowingRoles:
+    noise: float = 0.0
+    wrong_share: float = 1.0
+    """Share of suitable tasks whose p0 leaves out the write (by a stable hash of the task id)."""
+
     def model_name(self, name: str = "plan-follower") -> str:
         return register_script(name, self)
 
@@ -62,9 +72,12 @@ class PlanFollowingRoles:
         domain, task = context["domain"], tau2_tasks.task(context["domain"], context["task_id"])
         actions = list(task.evaluation_criteria.actions)
         if purpose == "planner":
-            wrong = list(actions)
-            del wrong[last_state_changing_write(domain, task)]
-            return text(json.dumps({"plan": "Do the steps below.", "tool_chain": _plan_steps(wrong)}))
+            steps = list(actions)
+            drop = last_state_changing_write(domain, task)
+            wrong = zlib.crc32(f"{domain}/{task.id}".encode()) % 1000 < self.wrong_share * 1000
+            if drop is not None and wrong and all(a.requestor == "assistant" for a in actions):
+                del steps[drop]
+            return text(json.dumps({"plan": _summary(task), "tool_chain": _plan_steps(steps)}))
         if purpose in ("critic", "self-critic"):
             revealed = [{"name": a.name, "arguments": a.arguments} for a in actions]
             return text(json.dumps({
@@ -76,7 +89,9 @@ class PlanFollowingRoles:
         if purpose == "judge":
             return text(json.dumps(JUDGE_P0))
         if purpose == "executor":
-            return self._execute(request)
+            seed = f"{context['task_id']}:{context.get('trial')}:{context.get('mode')}:{request.get('seed')}"
+            skip_last = self.noise > 0 and random.Random(seed).random() < self.noise
+            return self._execute(request, skip_last)
         if purpose == "user":
             convo = [m for m in request["messages"] if m.get("role") != "system"]
             return text(_opening_words(task) if len(convo) == 1 else "###STOP###")
@@ -91,18 +106,30 @@ class PlanFollowingRoles:
                 revealed = json.loads(match.group(1))
                 steps = [{"name": a["name"], "parameter_description": json.dumps(a["arguments"], sort_keys=True),
                           "reason": "revealed by the critic"} for a in revealed]
-                return {"plan": "Do the steps below.", "tool_chain": steps}
+                return {"plan": json.loads(prompt.split("<current_plan>", 1)[1].split("</current_plan>", 1)[0])["plan"],
+                        "tool_chain": steps}
             except (json.JSONDecodeError, KeyError, TypeError):
                 pass
         current = prompt.split("<current_plan>", 1)[1].split("</current_plan>", 1)[0]
         return json.loads(current)
 
     @staticmethod
-    def _execute(request: dict[str, Any]) -> dict[str, Any]:
+    def _execute(request: dict[str, Any], skip_last: bool) -> dict[str, Any]:
         system = request["messages"][0]["content"]
         steps = [(name, json.loads(args)) for name, args in _STEP.findall(system)]
+        if skip_last and steps:
+            steps = steps[:-1]
         done = sum(len(m.get("tool_calls") or []) for m in request["messages"] if m.get("role") == "assistant")
         if done < len(steps):
             name, arguments = steps[done]
             return tool_call(name, arguments)
-        return text("I have completed the steps of the plan.")
+        summary = system.split("<plan>", 1)[-1].split("</plan>", 1)[0] if "<plan>" in system else ""
+        if skip_last:  # a sloppy episode also forgets to tell the user what the plan says
+            summary = ""
+        return text(("I have completed the steps of the plan. " + summary).strip())
+
+
+def _summary(task: Any) -> str:
+    """The plan's text: what to do and, where the task has some, what to tell the user."""
+    info = task.evaluation_criteria.communicate_info or []
+    return "Do the steps below." + (" Tell the user: " + "; ".join(info) if info else "")

@@ -1,8 +1,10 @@
-"""``python -m runtime.testing.run_scripted [--latency S] [--sabotage] -- <validate options>``
+"""``python -m runtime.testing.run_scripted [options] -- <command options>``
 
-The real CLI, in a process where the scripted roles are registered as ``scripted/roles``
-(planner, critic and reviser answer fixed JSON; executor and user replay τ²'s reference).
-For tests and smoke runs that need a separate process (resume after a kill, CI smoke runs).
+A real command (``validate``, ``ablate`` or ``table3``) in a process where scripted roles are
+registered: ``scripted/roles`` (planner, critic and reviser answer fixed JSON; executor and user
+replay τ²'s reference) and ``scripted/plan-follower`` (plan-dependent controls, see
+``runtime.testing.plan_follower``). For tests, control runs and benchmarks that need a separate
+process. It proves plumbing, never a model.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 from runtime import validate
 from runtime.testing import scripted
 from runtime.testing.gold import GoldReplay
+from runtime.testing.plan_follower import PlanFollowingRoles
 from runtime.testing.roles import ScriptedRoles
 
 
@@ -20,11 +23,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runtime.testing.run_scripted")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every reply")
     parser.add_argument("--sabotage", action="store_true", help="drop the last state-changing write")
+    parser.add_argument("--noise", type=float, default=0.0,
+                        help="plan-follower: chance an episode's executor drops its last step")
+    parser.add_argument("--wrong-share", type=float, default=1.0,
+                        help="plan-follower: share of tasks whose p0 leaves out a needed write")
+    parser.add_argument("--command", choices=["validate", "ablate", "table3"], default="validate")
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     ScriptedRoles(act=GoldReplay(drop_last_write=args.sabotage)).model_name("roles")
+    PlanFollowingRoles(noise=args.noise, wrong_share=args.wrong_share).model_name("plan-follower")
     scripted._PROVIDER.latency_s = args.latency
+    if args.command == "ablate":
+        from runtime import ablate
+
+        return ablate.main(rest)
+    if args.command == "table3":
+        from runtime import table3
+
+        return table3.main(rest)
     return validate.main(rest)
 
 

@@ -21,7 +21,6 @@ runs ``python -m runtime.validate --env toolsandbox`` with this script as every 
 from __future__ import annotations
 
 import ast
-import json
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
@@ -96,7 +95,7 @@ GOLD: dict[str, Script] = {
     "update_contact_with_id_and_phone_number": script(
         call("modify_contact", person_id=FREDRIK, phone_number="+19876543210"),
         say(f"{FREDRIK}'s  phone number have been updated to +19876543210")),
-    "search_sender_phone_number_with_content": script(call("search_messages"),
+    "search_sender_phone_number_with_content": script(call("search_messages", content="GPU"),
                                                       say("+18307976530 asked you if you want some GPUs")),
     "send_message_with_phone_number_and_content": script(
         call("send_message_with_phone_number", phone_number="+12453344098", content=ALBUM),
@@ -122,8 +121,10 @@ GOLD: dict[str, Script] = {
         say("Sure. Which contact should I delete?"), *_REMOVE_FREDRIK,
         user=["The one with phone number +12453344098"]),
     "remove_contact_by_phone_multiple_user_turn_alt": script(
-        say("Sure. Which contact should I delete?"), *_REMOVE_FREDRIK,
-        user=["The one with phone number +12453344098"]),
+        call("search_contacts", phone_number="+12453344098"), say("That is Fredrik Thordendal."),
+        call("remove_contact", person_id=FREDRIK),
+        say("Fredrik Thordendal has been removed from your contact"),
+        user=["Please delete him from my contacts"]),
     "send_message_with_contact_content_cellular_off_multiple_user_turn": script(
         say("Who should I send it to, and what should it say?"), *_SEND_TO_FREDRIK,
         user=[f"To Fredrik Thordendal, saying: {ALBUM}"]),

@@ -1,0 +1,173 @@
+"""Install ToolSandbox into a dedicated virtualenv from a source the user names, and record it.
+
+ToolSandbox is not on PyPI and pins packages (pydantic 2.7, langchain 0.1, numpy 1.26,
+openai 1.17) that cannot live beside langgraph 1.x / litellm 1.110, so it gets its own venv:
+
+    python -m runtime.envs setup toolsandbox --source /path/to/ToolSandbox   (or a git URL)
+
+Layout (``$EVR_ENVS_HOME``, default ``~/.cache/exec-validation-runtime/envs``)::
+
+    toolsandbox.json        the record: source, commit, venv, python, scenario counts
+    toolsandbox/venv/       the virtualenv (ToolSandbox + its pins + ``httpx<0.28``)
+    toolsandbox/src/        the clone, when the source is a git URL
+    toolsandbox/setup.log   pip's output
+
+ToolSandbox's code never enters this repository: it is installed from the named source.
+``TOOLSANDBOX_PYTHON`` overrides the recorded interpreter (e.g. a venv made by hand).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from envs.base import EnvError
+from envs.server_client import EnvUnavailableError
+
+HOME_VAR = "EVR_ENVS_HOME"
+PYTHON_VAR = "TOOLSANDBOX_PYTHON"
+SOURCE_VAR = "TOOLSANDBOX_SOURCE"
+EXTRA_PINS = ["httpx<0.28"]  # openai 1.17 passes `proxies=`, which httpx 0.28 removed
+SETUP_HINT = ("run `python -m runtime.envs setup toolsandbox --source <path or git URL of "
+              "apple/ToolSandbox>` (or set TOOLSANDBOX_PYTHON to a python that has it)")
+
+
+class SetupError(EnvError):
+    """Setup could not finish; the message names the cause."""
+
+
+def envs_home() -> Path:
+    return Path(os.environ.get(HOME_VAR) or "~/.cache/exec-validation-runtime/envs").expanduser()
+
+
+def record_path() -> Path:
+    return envs_home() / "toolsandbox.json"
+
+
+def load_record() -> Optional[dict[str, Any]]:
+    try:
+        return json.loads(record_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def python_path() -> str:
+    """The interpreter that runs the env server; raises ``EnvUnavailableError`` with the fix."""
+    explicit = os.environ.get(PYTHON_VAR)
+    if explicit:
+        if not Path(explicit).exists():
+            raise EnvUnavailableError(f"{PYTHON_VAR}={explicit} does not exist")
+        return explicit
+    record = load_record()
+    if record is None:
+        raise EnvUnavailableError(f"ToolSandbox is not set up ({record_path()} is missing): {SETUP_HINT}")
+    python = record.get("python", "")
+    if not Path(python).exists():
+        raise EnvUnavailableError(f"the recorded ToolSandbox venv is gone ({python} is missing): {SETUP_HINT}")
+    return python
+
+
+def is_git_url(source: str) -> bool:
+    return bool(re.match(r"^(https?|git|ssh|file)://", source) or re.match(r"^[\w.-]+@[\w.-]+:", source)
+                or (source.endswith(".git") and not Path(source).exists()))
+
+
+def check_checkout(path: Path) -> None:
+    if not path.exists():
+        raise SetupError(f"ToolSandbox source {path} does not exist")
+    if not path.is_dir():
+        raise SetupError(f"ToolSandbox source {path} is not a directory")
+    if not (path / "tool_sandbox" / "__init__.py").is_file() or not (path / "pyproject.toml").is_file():
+        raise SetupError(f"{path} is not a ToolSandbox checkout (expected pyproject.toml and "
+                         "tool_sandbox/__init__.py; clone github.com/apple/ToolSandbox)")
+
+
+def _run(argv: list[str], log: Path, what: str, cwd: Optional[Path] = None) -> str:
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"\n$ {' '.join(argv)}\n")
+        out.flush()
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
+        out.write(proc.stdout)
+    if proc.returncode != 0:
+        lines = [line for line in proc.stdout.splitlines()
+                 if line.strip() and "is ignored: it is neither a file nor a directory" not in line]
+        cause = next((line for line in lines if re.match(r"^\s*(fatal|error)\b", line, re.I)), None) \
+            or next((line for line in reversed(lines) if "error" in line.lower()), lines[-1] if lines else "")
+        raise SetupError(f"{what} failed (exit {proc.returncode}): {cause.strip()[:300]} (full log: {log})")
+    return proc.stdout
+
+
+def _commit(path: Path) -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    except OSError:
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def setup(source: str, python: str = "python3", home: Optional[Path] = None,
+          say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Create the venv, install ToolSandbox from ``source``, verify the env server, record it."""
+    home = Path(home) if home else envs_home() / "toolsandbox"
+    if not is_git_url(source):
+        check_checkout(Path(source).expanduser().resolve())  # fail before touching anything
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / "setup.log"
+    log.write_text(f"ToolSandbox setup from {source} at {datetime.now(timezone.utc).isoformat()}\n")
+    if is_git_url(source):
+        checkout = home / "src"
+        shutil.rmtree(checkout, ignore_errors=True)
+        say(f"cloning {source} …")
+        _run(["git", "clone", "--depth", "1", source, str(checkout)], log, f"git clone {source}")
+    else:
+        checkout = Path(source).expanduser().resolve()
+    check_checkout(checkout)
+    if shutil.which(python) is None and not Path(python).exists():
+        raise SetupError(f"python interpreter {python!r} not found (pass --python, e.g. python3.11)")
+    venv = home / "venv"
+    say(f"creating {venv} …")
+    _run([python, "-m", "venv", "--clear", str(venv)], log, "creating the virtualenv")
+    venv_python = venv / "bin" / "python"
+    say(f"installing ToolSandbox from {checkout} and its pinned dependencies (a few minutes) …")
+    _run([str(venv_python), "-m", "pip", "install", str(checkout), *EXTRA_PINS], log,
+         "pip install ToolSandbox")
+    say("starting the env server to check it …")
+    info = verify(str(venv_python))
+    record = {
+        "source": source,
+        "source_path": str(checkout),
+        "commit": _commit(checkout),
+        "venv": str(venv),
+        "python": str(venv_python),
+        "extra_pins": EXTRA_PINS,
+        "scenarios": info.get("scenarios"),
+        "offline_scenarios": info.get("offline"),
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    path = record_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    tmp.replace(path)
+    return record
+
+
+def verify(python: str, start_timeout: float = 300.0) -> dict[str, Any]:
+    """Start one env server with ``python``; its ``hello`` info, or ``SetupError`` with the cause."""
+    from envs.server_client import EnvServer
+    from envs.toolsandbox import server_command
+
+    server = EnvServer(server_command(python), start_timeout=start_timeout)
+    try:
+        hello = server.start()
+    except EnvUnavailableError as exc:
+        raise SetupError(str(exc)) from exc
+    finally:
+        server.close()
+    return dict(hello.info)

@@ -1,0 +1,63 @@
+"""``python -m runtime.envs``: set up and inspect environments that live in their own virtualenv.
+
+    python -m runtime.envs setup toolsandbox --source /path/to/ToolSandbox   # or a git URL
+    python -m runtime.envs status
+
+``setup`` creates a dedicated venv with the benchmark and its pinned dependencies, starts its env
+server once to check it, and records where it is (``$EVR_ENVS_HOME/toolsandbox.json``, default
+under ``~/.cache/exec-validation-runtime/envs``). A bad source or a server that does not start
+exits with 2 and one line naming the cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m runtime.envs",
+                                description="Set up environments that need their own virtualenv.")
+    sub = p.add_subparsers(dest="command", required=True)
+    setup = sub.add_parser("setup", help="install an environment into its own venv and record it")
+    setup.add_argument("env", choices=["toolsandbox"])
+    setup.add_argument("--source", required=True,
+                       help="a local ToolSandbox checkout or a git URL (github.com/apple/ToolSandbox)")
+    setup.add_argument("--python", default="python3",
+                       help="the interpreter to build the venv from (ToolSandbox wants 3.9-3.11)")
+    setup.add_argument("--home", type=Path, help="where to put the venv (default under $EVR_ENVS_HOME)")
+    status = sub.add_parser("status", help="show what is set up and whether its server starts")
+    status.add_argument("env", nargs="?", default="toolsandbox", choices=["toolsandbox"])
+    status.add_argument("--check", action="store_true", help="also start the env server once")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from envs.base import EnvError
+    from envs.toolsandbox import setup as ts
+
+    try:
+        if args.command == "setup":
+            record = ts.setup(args.source, python=args.python, home=args.home,
+                              say=lambda line: print(line, file=sys.stderr))
+            print(f"ToolSandbox ready: {record['offline_scenarios']} offline scenarios "
+                  f"(of {record['scenarios']}); venv {record['venv']}; recorded in {ts.record_path()}")
+            return 0
+        record = ts.load_record()
+        python = ts.python_path()
+        out = {"record": str(ts.record_path()), "python": python, **(record or {})}
+        if args.check:
+            out["server"] = ts.verify(python)
+        print(json.dumps(out, indent=2))
+        return 0
+    except EnvError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""``python -m runtime.table3 --config configs/table3.yaml``: the whole Table 3 matrix.
+
+Environments × tested models × tasks × trials × modes, resumable (one run folder, records are
+skipped once finished), concurrent within each cell, cached. The task sample is drawn once by
+the config's seed and written to ``<out>/sample.json``; a re-run reads it back. ``--dry-run``
+prints the matrix, the episode and model-call counts and a cost estimate without calling a model.
+When the matrix is done the report is built (``python -m runtime.report <out>`` rebuilds it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from runtime import config as cfg
+from runtime.config import RunConfig, UsageError
+
+
+class EnvironmentCell(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env: Literal["tau2", "toolsandbox"]
+    domains: list[str] = Field(min_length=1)
+    split: str | None = None
+    tasks: int = Field(ge=1, description="Tasks drawn from the pooled domains by the seed.")
+    max_steps: int | None = Field(default=None, ge=2)
+
+
+class Published(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    low: float
+    high: float
+    scale: float = 1.0
+    unit: str = ""
+
+
+class Table3Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "table3"
+    out: Path = Path("runs/table3")
+    seed: int = 0
+    trials: int = Field(default=1, ge=1)
+    modes: list[Literal["direct", "plan-first", "refine"]] = Field(
+        default_factory=lambda: ["direct", "plan-first", "refine"], min_length=1)
+    strategy: str = "anti-leak"
+    models: list[str] = Field(min_length=1)
+    critic_model: str | None = None
+    judge_model: str | None = None
+    user_model: str | None = None
+    api_base: str | None = None
+    concurrency: int = Field(default=4, ge=1, le=256)
+    max_steps: int = Field(default=100, ge=2)
+    no_judge: bool = False
+    cache_dir: Path | None = None
+    environments: list[EnvironmentCell] = Field(min_length=1)
+    published: dict[str, Published] = Field(default_factory=dict)
+
+
+def load_config(path: Path) -> Table3Config:
+    data = cfg.load_yaml(path)
+    try:
+        return Table3Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        value = err.get("input")
+        shown = "" if isinstance(value, (dict, list)) else f" = {value!r}"
+        raise UsageError(f"{path}: {where}{shown}: {err['msg']}") from exc
+
+
+def draw_sample(config: Table3Config, out: Path) -> dict[str, dict[str, list[str]]]:
+    """env → domain → task ids, drawn once from the pooled domains and stored in the run folder."""
+    path = out / "sample.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))["sample"]
+    from envs import get_environment
+    from envs.base import TaskSelection
+
+    sample: dict[str, dict[str, list[str]]] = {}
+    for cell in config.environments:
+        env = get_environment(cell.env)
+        pool = [(d, t) for d in cell.domains
+                for t in env.select(TaskSelection(domain=d, split=cell.split))]
+        rng = random.Random(f"{config.seed}:{cell.env}")
+        drawn = set(rng.sample(pool, min(cell.tasks, len(pool))))
+        sample[cell.env] = {d: [t for dd, t in pool if dd == d and (dd, t) in drawn]
+                            for d in cell.domains}
+    from runtime.store import write_json_atomic
+
+    write_json_atomic(path, {"seed": config.seed, "sample": sample})
+    return sample
+
+
+def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> list[RunConfig]:
+    runs = []
+    for cell in config.environments:
+        for model in config.models:
+            for domain, ids in sample.get(cell.env, {}).items():
+                if not ids:
+                    continue
+                runs.append(RunConfig(
+                    env=cell.env, mode="all", domain=domain, task_ids=ids, trials=config.trials,
+                    seed=config.seed, model=model, critic_model=config.critic_model,
+                    judge_model=config.judge_model, user_model=config.user_model,
+                    api_base=config.api_base, concurrency=config.concurrency,
+                    max_steps=cell.max_steps or config.max_steps, out=config.out,
+                    run_id=config.name, cache_dir=config.cache_dir, strategy=config.strategy,
+                    no_judge=config.no_judge,
+                ))
+    return runs
+
+
+# Rough per-episode call counts and token sizes, for the dry-run's cost estimate only.
+CALLS = {"direct": {"executor": 12, "user": 8},
+         "plan-first": {"planner": 1, "judge": 1, "executor": 12, "user": 8},
+         "refine": {"planner": 0, "judge": 1, "critic": 1, "reviser": 1, "executor": 12, "user": 8}}
+TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (7000, 400), "judge": (7000, 300),
+          "executor": (7000, 150), "user": (1500, 60)}
+ROLE_OF = {"planner": "model", "reviser": "model", "executor": "model", "critic": "critic",
+           "judge": "judge", "user": "user"}
+
+
+def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+    import litellm
+
+    def price(model: str) -> tuple[float, float] | None:
+        info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
+        if not info:
+            return None
+        return info.get("input_cost_per_token", 0.0), info.get("output_cost_per_token", 0.0)
+
+    rows, unpriced = [], set()
+    total_episodes = total_calls = 0
+    total_cost = 0.0
+    for cell in config.environments:
+        n_tasks = sum(len(v) for v in sample.get(cell.env, {}).values())
+        for model in config.models:
+            roles = {"model": model, "critic": config.critic_model or model,
+                     "judge": config.judge_model or config.critic_model or model,
+                     "user": config.user_model or model}
+            episodes = n_tasks * config.trials * len(config.modes)
+            calls = cost = 0.0
+            for mode in config.modes:
+                for purpose, count in CALLS[mode].items():
+                    if purpose == "judge" and config.no_judge:
+                        continue
+                    n = count * n_tasks * config.trials
+                    calls += n
+                    who = roles[ROLE_OF[purpose]]
+                    p = price(who)
+                    if p is None:
+                        unpriced.add(who)
+                        continue
+                    tin, tout = TOKENS[purpose]
+                    cost += n * (tin * p[0] + tout * p[1])
+            rows.append({"env": cell.env, "model": model, "tasks": n_tasks, "episodes": episodes,
+                         "model_calls": int(calls), "cost_usd": cost})
+            total_episodes += episodes
+            total_calls += int(calls)
+            total_cost += cost
+    return {"rows": rows, "episodes": total_episodes, "model_calls": total_calls,
+            "cost_usd": total_cost, "unpriced_models": sorted(unpriced)}
+
+
+def dry_run(config: Table3Config, sample, console: Console) -> None:
+    est = estimate(config, sample)
+    table = Table(title=f"{config.name}: {config.trials} trial(s) × modes {', '.join(config.modes)}")
+    for col in ("env", "tested model", "tasks", "episodes", "model calls (est.)", "cost USD (est.)"):
+        table.add_column(col)
+    for r in est["rows"]:
+        table.add_row(r["env"], r["model"], str(r["tasks"]), str(r["episodes"]),
+                      str(r["model_calls"]), f"{r['cost_usd']:.2f}")
+    console.print(table)
+    console.print(f"total: {est['episodes']} episodes, ~{est['model_calls']} model calls, "
+                  f"~${est['cost_usd']:.2f} (from litellm's price table; per-call token sizes are "
+                  "rough averages, so treat this as an order of magnitude)")
+    if est["unpriced_models"]:
+        console.print(f"no price known for: {', '.join(est['unpriced_models'])} (counted as $0)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runtime.table3", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--out", type=Path, help="run folder (overrides the config's out)")
+    parser.add_argument("--dry-run", action="store_true", help="print the matrix and cost; call no model")
+    args = parser.parse_args(argv)
+    console = Console()
+    from runtime.validate import _quiet_loguru
+
+    _quiet_loguru()
+    try:
+        config = load_config(args.config)
+        if args.out:
+            config = config.model_copy(update={"out": args.out})
+        sample = draw_sample(config, config.out) if not args.dry_run else _sample_preview(config)
+        if args.dry_run:
+            dry_run(config, sample, console)
+            return 0
+        from runtime import validate
+
+        plans = [validate.build_plan(c, console, modes=list(config.modes), strategies=[config.strategy])
+                 for c in cell_configs(config, sample)]
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from runtime.store import write_json_atomic
+
+    write_json_atomic(config.out / "table3.json", json.loads(config.model_dump_json()))
+    try:
+        for plan, *_ in plans:
+            validate.run_with_progress(plan, console)
+    except KeyboardInterrupt:
+        print("interrupted: finished records are saved; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    from runtime import report
+
+    written = report.build(config.out)
+    console.print(f"report: {written['markdown']}")
+    return 0
+
+
+def _sample_preview(config: Table3Config) -> dict[str, dict[str, list[str]]]:
+    """For --dry-run: the stored sample if there is one, else a fresh draw not written anywhere."""
+    path = config.out / "sample.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))["sample"]
+    from envs import get_environment
+    from envs.base import TaskSelection
+
+    sample = {}
+    for cell in config.environments:
+        try:
+            env = get_environment(cell.env)
+            pool = [(d, t) for d in cell.domains for t in env.select(TaskSelection(domain=d, split=cell.split))]
+            drawn = random.Random(f"{config.seed}:{cell.env}").sample(pool, min(cell.tasks, len(pool)))
+        except Exception:  # noqa: BLE001 - an env not set up yet still gets its planned size
+            drawn = [("(not set up)", str(i)) for i in range(cell.tasks)]
+        sample[cell.env] = {}
+        for d, t in drawn:
+            sample[cell.env].setdefault(d, []).append(t)
+    return sample
+
+
+if __name__ == "__main__":
+    sys.exit(main())
