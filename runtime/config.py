@@ -22,6 +22,10 @@ class UsageError(ValueError):
 EMBEDDED_MODEL = "local/smollm2-135m"
 """The offline default every role falls back to when no model is configured."""
 
+EMBEDDED_DEFAULTS = {"tasks": 2, "max_steps": 20, "max_tokens": 256}
+"""What the offline default run uses unless told otherwise: a 135M model on 2 cores makes a
+few hundred tokens per ten seconds, and the run should finish in about ten minutes."""
+
 
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -48,7 +52,8 @@ class RunConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, ge=1)
     concurrency: int = Field(default=4, ge=1, le=256)
-    max_steps: int = Field(default=100, ge=2)
+    max_steps: int | None = Field(default=None, ge=2, description="τ² step limit; default 100 "
+                                  "(20 on the embedded model, to keep the offline run short).")
     out: Path | None = None
     run_id: str | None = None
     cache_dir: Path | None = None
@@ -57,6 +62,11 @@ class RunConfig(BaseModel):
     strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")
     no_judge: bool = Field(default=False, description="Skip the plan judge of p0 and p1.")
     planner: str = Field(default="llm", description="A planner name or 'package.module:Class'.")
+    sandbox: Literal["inproc", "auto", "docker"] = Field(
+        default="inproc",
+        description="Where env servers run: inproc (no container), docker (containers; exit 2 "
+        "without an engine), auto (containers if an engine is reachable, else inproc).",
+    )
 
     @field_validator("strategy")
     @classmethod

@@ -59,7 +59,7 @@ class Table3Config(BaseModel):
     user_model: str | None = None
     api_base: str | None = None
     concurrency: int = Field(default=4, ge=1, le=256)
-    max_steps: int = Field(default=100, ge=2)
+    max_steps: int | None = Field(default=None, ge=2)
     no_judge: bool = False
     cache_dir: Path | None = None
     environments: list[EnvironmentCell] = Field(min_length=1)

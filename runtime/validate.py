@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from runtime import config as cfg
-from runtime.config import EMBEDDED_MODEL, RunConfig, UsageError
+from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 
 EMBEDDED_NOTE = (
     "The embedded 135M model exists to prove the pipeline offline; expect near-zero rewards. "
@@ -66,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
                    "package.module:Class (default llm)")
     p.add_argument("--no-judge", action="store_true", default=None,
                    help="skip the plan judge (p0/p1 correctness, grade, E1–E6)")
+    p.add_argument("--sandbox", choices=["inproc", "auto", "docker"],
+                   help="where env servers run: inproc (default: no container), docker (Docker "
+                   "containers; exit 2 without an engine), auto (containers if an engine answers)")
     return p
 
 
@@ -79,9 +82,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _remove_containers()
         print("interrupted: finished records are saved; run the same command again to resume",
               file=sys.stderr)
         return 130
+
+
+def _remove_containers() -> None:
+    """Ctrl-C: end env-server containers now, so in-flight episodes stop instead of finishing."""
+    if "envs.docker_launcher" in sys.modules:
+        sys.modules["envs.docker_launcher"].close_all()
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
@@ -116,7 +126,7 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
         for spec in specs.values():
             check_credentials(spec)
         _register_providers(specs)
-        env = get_environment(config.env)
+        env = get_environment(config.env, sandbox=config.sandbox)
         domain = config.domain or _default_domain(config.env)
         if domain not in env.domains():
             raise EnvError(
@@ -124,8 +134,9 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
             )
         count, ids = config.task_count_or_ids()
         if count is None and ids is None and embedded:
-            count = 2
-            console.print("Default sample for the embedded model: 2 tasks (set --tasks for more).")
+            count = EMBEDDED_DEFAULTS["tasks"]
+            console.print(f"Default sample for the embedded model: {count} tasks, at most "
+                          f"{_max_steps(config, embedded)} steps (set --tasks, --max-steps for more).")
         task_ids = env.select(TaskSelection(domain=domain, split=config.split, ids=ids,
                                             count=count, seed=config.seed))
         resolve(strategies)
@@ -137,6 +148,8 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
     out = config.out or Path("runs") / run_id
     store = RunStore(out)
     _log_to(out)
+    if hasattr(env, "capture_logs"):
+        env.capture_logs(out / "containers")  # env-server containers' logs go to the run folder
     cache = None
     if not config.no_cache:
         cache = ResponseCache((config.cache_dir or out.parent / ".cache") / "responses.sqlite")
@@ -144,7 +157,7 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
     plan = runner.RunPlan(
         run_id=run_id, env=env, domain=domain, task_ids=task_ids, modes=modes,
         trials=config.trials, seed=config.seed, layer=layer, store=store,
-        planner_name=config.planner, make_planner=make_planner, max_steps=config.max_steps,
+        planner_name=config.planner, make_planner=make_planner, max_steps=_max_steps(config, embedded),
         concurrency=config.concurrency, retry_errors=config.retry_errors,
         strategies=resolve(strategies), judge=not config.no_judge,
     )
@@ -207,8 +220,11 @@ def _model_specs(config: RunConfig):
     user = config.user_model or model
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
+        max_tokens = config.max_tokens
+        if max_tokens is None and name == EMBEDDED_MODEL:
+            max_tokens = EMBEDDED_DEFAULTS["max_tokens"]
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
-                         max_tokens=config.max_tokens)
+                         max_tokens=max_tokens)
 
     return {
         "model": spec(model, config.api_base),
@@ -216,6 +232,12 @@ def _model_specs(config: RunConfig):
         "judge_model": spec(judge, config.critic_api_base or config.api_base),
         "user_model": spec(user, config.user_api_base or config.api_base),
     }, embedded
+
+
+def _max_steps(config: RunConfig, embedded: bool) -> int:
+    if config.max_steps is not None:
+        return config.max_steps
+    return EMBEDDED_DEFAULTS["max_steps"] if embedded else 100
 
 
 def _register_providers(specs) -> None:
