@@ -27,8 +27,26 @@ from envs.base import (  # noqa: E402
 ENVIRONMENTS = ("tau2", "toolsandbox")
 
 
-def get_environment(name: str) -> Environment:
-    """The environment adapter called ``name``; imports lazily so each env's deps stay optional."""
+SANDBOXES = ("inproc", "auto", "docker")
+
+
+def get_environment(name: str, sandbox: str = "inproc") -> Environment:
+    """The environment adapter called ``name``; imports lazily so each env's deps stay optional.
+
+    ``sandbox``: ``inproc`` — no container (τ²-bench in this interpreter, ToolSandbox in its own
+    venv); ``docker`` — env servers in containers (``envs.docker_launcher``), exit 2 if no engine;
+    ``auto`` — containers when an engine is reachable, else one line on stderr and ``inproc``.
+    """
+    if name not in ENVIRONMENTS:
+        raise UnknownTaskError(f"unknown env {name!r}; accepted: {', '.join(ENVIRONMENTS)}")
+    if sandbox not in SANDBOXES:
+        raise UnknownTaskError(f"unknown sandbox {sandbox!r}; accepted: {', '.join(SANDBOXES)}")
+    if sandbox != "inproc":
+        from envs.docker_launcher import docker_environment
+
+        env = docker_environment(name, demanded=sandbox == "docker")
+        if env is not None:
+            return env
     if name == "tau2":
         from envs.tau2 import Tau2Environment
 
@@ -49,6 +67,7 @@ __all__ = [
     "Score",
     "Trajectory",
     "ReferenceAction",
+    "SANDBOXES",
     "Supervision",
     "TaskSelection",
     "TaskView",
