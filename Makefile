@@ -35,7 +35,7 @@ test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
 
 smoke: $(STAMP)
-	$(PY) -m runtime.validate --env tau2 --mode all --domain airline --tasks 1 --out runs/smoke --no-cache
+	$(PY) -m runtime.validate --env tau2 --mode all --domain mock --tasks 1 --max-steps 10 --out runs/smoke --no-cache
 
 clean:
 	rm -rf $(VENV) runs

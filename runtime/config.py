@@ -22,9 +22,10 @@ class UsageError(ValueError):
 EMBEDDED_MODEL = "local/smollm2-135m"
 """The offline default every role falls back to when no model is configured."""
 
-EMBEDDED_DEFAULTS = {"tasks": 2, "max_steps": 20, "max_tokens": 256}
-"""What the offline default run uses unless told otherwise: a 135M model on 2 cores makes a
-few hundred tokens per ten seconds, and the run should finish in about ten minutes."""
+EMBEDDED_DEFAULTS = {"domain": "mock", "tasks": 2, "max_steps": 20, "max_tokens": 512}
+"""What the offline default run uses unless told otherwise. A 135M model on 2 cores reads about
+80 prompt tokens a second, so τ²'s small ``mock`` domain (a policy of a few hundred tokens)
+keeps the whole run to minutes where airline's 5,000-token policy would take most of an hour."""
 
 
 class RunConfig(BaseModel):

@@ -127,7 +127,8 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
             check_credentials(spec)
         _register_providers(specs)
         env = get_environment(config.env, sandbox=config.sandbox)
-        domain = config.domain or _default_domain(config.env)
+        domain = config.domain or (
+            EMBEDDED_DEFAULTS["domain"] if embedded and config.env == "tau2" else _default_domain(config.env))
         if domain not in env.domains():
             raise EnvError(
                 f"unknown {config.env} domain {domain!r}; accepted: {', '.join(env.domains())}"
@@ -135,8 +136,8 @@ def build_plan(config: RunConfig, console: Console, modes: list[str], strategies
         count, ids = config.task_count_or_ids()
         if count is None and ids is None and embedded:
             count = EMBEDDED_DEFAULTS["tasks"]
-            console.print(f"Default sample for the embedded model: {count} tasks, at most "
-                          f"{_max_steps(config, embedded)} steps (set --tasks, --max-steps for more).")
+            console.print(f"Default for the embedded model: {count} tasks of τ²'s {domain} domain, at "
+                          f"most {_max_steps(config, embedded)} steps (set --domain, --tasks, --max-steps).")
         task_ids = env.select(TaskSelection(domain=domain, split=config.split, ids=ids,
                                             count=count, seed=config.seed))
         resolve(strategies)
