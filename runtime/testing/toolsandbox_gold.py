@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            wrong="--wrong" in (argv or sys.argv[1:]))
     args = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--wrong"]
     model = ScriptedRoles(act=gold).model_name("toolsandbox-gold-roles")
-    if "--tasks" not in args:
+    if "--tasks" not in args and "--task-ids" not in args:
         args += ["--tasks", ",".join(gold.scripts)]
     try:
         return validate.main(["--env", "toolsandbox", "--model", model, *args])
