@@ -12,7 +12,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # llama.cpp built portable (no -march=native), so the wheel runs on any x86-64 CPU.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: run test test-slow smoke install clean
+.PHONY: run test test-slow smoke install clean docker-ci
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test-slow: $(STAMP)
 
 smoke: $(STAMP)
 	$(PY) -m runtime.validate --env tau2 --mode all --domain mock --tasks 1 --max-steps 10 --out runs/smoke --no-cache
+
+# Env servers in containers, end to end (installs and starts a Docker engine if needed; root).
+docker-ci: $(STAMP)
+	bash scripts/docker-ci.sh
 
 clean:
 	rm -rf $(VENV) runs

@@ -110,26 +110,29 @@ class EnvServer:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> p.HelloResult:
-        """Start the process and wait for a good ``hello``; raises ``EnvUnavailableError``."""
-        name = self.command.name
+    def _spawn(self) -> Any:
+        """The server's process: anything with ``stdin``/``stdout``/``stderr``/``poll``/``wait``/
+        ``terminate``/``kill`` like a ``Popen``. Launchers (containers) override this alone."""
         try:
-            self._proc = subprocess.Popen(
+            return subprocess.Popen(
                 self.command.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, cwd=self.command.cwd, env=self.command.environment(),
             )
         except OSError as exc:
             raise EnvUnavailableError(
-                f"cannot start the {name} env server: {self.command.argv[0]}: {exc.strerror or exc}"
+                f"cannot start the {self.command.name} env server: "
+                f"{self.command.argv[0]}: {exc.strerror or exc}"
             ) from exc
+
+    def start(self) -> p.HelloResult:
+        """Start the process and wait for a good ``hello``; raises ``EnvUnavailableError``."""
+        name = self.command.name
+        self._proc = self._spawn()
         threading.Thread(target=self._read_stdout, daemon=True, name=f"{name}-stdout").start()
         threading.Thread(target=self._read_stderr, daemon=True, name=f"{name}-stderr").start()
         try:
             result = self.request("hello", p.HelloArgs(), timeout=self.start_timeout)
-        except EnvServerError as exc:
-            self.kill()
-            raise EnvUnavailableError(f"the {name} env server did not start: {exc}") from exc
-        except p.ProtocolError as exc:
+        except (EnvServerError, p.ProtocolError, OSError) as exc:
             self.kill()
             raise EnvUnavailableError(f"the {name} env server did not start: {exc}") from exc
         self.hello = p.HelloResult.model_validate(result)
@@ -354,11 +357,12 @@ class ServerPool:
                     if server.alive:
                         return server
                     self._count -= 1
+                    self._forget(server)
                 if self._count < self.max_size:
                     self._count += 1
                     break
                 self._cond.wait()
-        server = EnvServer(self.command, self.start_timeout, self.reply_timeout)
+        server = self._new_server()
         try:
             hello = server.start()
         except BaseException:
@@ -368,6 +372,14 @@ class ServerPool:
             raise
         self.hello = self.hello or hello
         return server
+
+    def _new_server(self) -> EnvServer:
+        """A server not yet started (launchers override this to make theirs)."""
+        return EnvServer(self.command, self.start_timeout, self.reply_timeout)
+
+    def _forget(self, server: EnvServer) -> None:
+        """An idle server found dead, called under the pool's lock: nothing to do for a process
+        (launchers that must clean up after one do it here, off the lock)."""
 
     def _release(self, server: EnvServer) -> None:
         with self._cond:

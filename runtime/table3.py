@@ -61,6 +61,8 @@ class Table3Config(BaseModel):
     concurrency: int = Field(default=4, ge=1, le=256)
     max_steps: int | None = Field(default=None, ge=2)
     no_judge: bool = False
+    sandbox: Literal["inproc", "auto", "docker"] = Field(
+        default="inproc", description="Where the env servers run (see runtime.validate --sandbox).")
     cache_dir: Path | None = None
     environments: list[EnvironmentCell] = Field(min_length=1)
     published: dict[str, Published] = Field(default_factory=dict)
@@ -115,7 +117,7 @@ def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) 
                     api_base=config.api_base, concurrency=config.concurrency,
                     max_steps=cell.max_steps or config.max_steps, out=config.out,
                     run_id=config.name, cache_dir=config.cache_dir, strategy=config.strategy,
-                    no_judge=config.no_judge,
+                    no_judge=config.no_judge, sandbox=config.sandbox,
                 ))
     return runs
 
