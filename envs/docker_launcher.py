@@ -59,7 +59,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from envs import protocol as p
 from envs.server_client import (
     EnvServer,
     EnvUnavailableError,

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from envs.base import AgentTurn, Score, Supervision, TaskSelection, TaskView, Trajectory, UserTurn
-from envs.tau2 import episode, tasks
+from envs.tau2 import db_cache, episode, tasks
 
 
 class Tau2Environment:
     """The τ²-bench adapter. Domains: airline, retail, telecom, mock (whatever τ² registers)."""
 
     name = "tau2"
+
+    def __init__(self) -> None:
+        # Every env τ² builds for us (the episode's, its evaluator's two) clones a DB parsed once.
+        db_cache.install()
 
     def domains(self) -> list[str]:
         return tasks.domains()

@@ -22,6 +22,7 @@ from tau2.user.user_simulator import UserSimulator
 from tau2.utils.utils import get_now
 
 from envs.base import AgentTurn, Score, Trajectory, UserTurn
+from envs.tau2 import tasks
 from envs.tau2.messages import from_chat, to_chat
 
 
@@ -32,10 +33,12 @@ class AgentTurnFailed(RuntimeError):
 class CallbackAgent(LocalAgent[list[Message]]):
     """A τ² agent whose turns come from the runtime's executor; its state is the history."""
 
-    def __init__(self, env: Environment, agent_turn: AgentTurn):
-        super().__init__(tools=env.get_tools(), domain_policy=env.get_policy())
+    def __init__(self, domain: str, agent_turn: AgentTurn):
+        tools, schemas = tasks.agent_tools(domain)
+        policy, _ = tasks.policy_and_tools(domain)
+        super().__init__(tools=list(tools), domain_policy=policy)
         self._turn = agent_turn
-        self._schemas = [t.openai_schema for t in self.tools]
+        self._schemas = schemas
 
     def get_init_state(self, message_history: Optional[list[Message]] = None) -> list[Message]:
         return list(message_history or [])
@@ -132,7 +135,7 @@ def play(
 ) -> Trajectory:
     orchestrator = Orchestrator(
         domain=domain,
-        agent=CallbackAgent(env, agent_turn),
+        agent=CallbackAgent(domain, agent_turn),
         user=CallbackUser(env, task, user_turn),
         environment=env,
         task=task,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
-from functools import lru_cache
+import threading
 
 from tau2.data_model.tasks import Task
 from tau2.registry import registry
@@ -11,11 +12,28 @@ from tau2.registry import registry
 from envs.base import ReferenceAction, Supervision, TaskSelection, TaskView, UnknownTaskError
 
 
+_ONCE_LOCK = threading.RLock()
+
+
+def once_per_process(fn):
+    """``functools.cache`` whose first computation happens once even when 32 episode threads ask
+    at the same moment (a bare ``lru_cache`` lets each of them parse the domain's DB)."""
+    cached = functools.lru_cache(maxsize=None)(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        with _ONCE_LOCK:
+            return cached(*args)
+
+    wrapper.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    return wrapper
+
+
 def domains() -> list[str]:
     return sorted(registry.get_domains())
 
 
-@lru_cache(maxsize=None)
+@once_per_process
 def _tasks(domain: str) -> dict[str, Task]:
     if domain not in registry.get_domains():
         raise UnknownTaskError(
@@ -24,7 +42,7 @@ def _tasks(domain: str) -> dict[str, Task]:
     return {t.id: t for t in registry.get_tasks_loader(domain)()}
 
 
-@lru_cache(maxsize=None)
+@once_per_process
 def splits(domain: str) -> dict[str, list[str]]:
     _tasks(domain)  # validates the domain
     try:
@@ -34,7 +52,7 @@ def splits(domain: str) -> dict[str, list[str]]:
     return dict(loader()) if loader else {}
 
 
-@lru_cache(maxsize=None)
+@once_per_process
 def reference_env(domain: str):
     """One environment per domain, only ever read (policy, tool schemas, user tools).
 
@@ -44,10 +62,18 @@ def reference_env(domain: str):
     return registry.get_env_constructor(domain)()
 
 
-@lru_cache(maxsize=None)
+@once_per_process
+def agent_tools(domain: str) -> tuple[list, list[dict]]:
+    """The domain's τ² tool objects and their OpenAI schemas, built once: τ² turns every tool
+    function into a pydantic model on each ``get_tools()`` call, a tenth of an episode's CPU.
+    These are for reading (names, schemas); the orchestrator runs tools on the episode's env."""
+    tools = reference_env(domain).get_tools()
+    return tools, [t.openai_schema for t in tools]
+
+
+@once_per_process
 def policy_and_tools(domain: str) -> tuple[str, list[dict]]:
-    env = reference_env(domain)
-    return env.get_policy(), [t.openai_schema for t in env.get_tools()]
+    return reference_env(domain).get_policy(), agent_tools(domain)[1]
 
 
 def task(domain: str, task_id: str) -> Task:
