@@ -12,7 +12,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # llama.cpp built portable (no -march=native), so the wheel runs on any x86-64 CPU.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: run test test-slow smoke install clean docker-ci
+.PHONY: run test test-slow smoke install clean docker-ci bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ smoke: $(STAMP)
 # Env servers in containers, end to end (installs and starts a Docker engine if needed; root).
 docker-ci: $(STAMP)
 	bash scripts/docker-ci.sh
+
+# The benchmarks (bench/): runtime vs `tau2 run`, scaling, memory, overheads, the embedded run;
+# about 20 minutes on 2 cores. Their output replaces the measured block of bench/RESULTS.md.
+bench: $(STAMP)
+	$(PY) bench/runtime_vs_tau2.py all --write bench/RESULTS.md
 
 clean:
 	rm -rf $(VENV) runs

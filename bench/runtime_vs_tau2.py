@@ -1,14 +1,18 @@
-"""Runtime cost against τ²-bench's own runner, scaling with concurrency, and memory.
+"""Runtime cost against τ²-bench's own runner, scaling with concurrency, memory, overheads.
 
-Both runners talk to the same scripted OpenAI-compatible server on loopback
-(``bench/stub_server.py``, a fixed latency per call, replaying the reference solution), run the
-same τ²-bench tasks with the same concurrency, and are timed as whole processes.
+Every run talks to the same scripted OpenAI-compatible server on loopback
+(``bench/stub_server.py``: a fixed latency per call, replaying the reference solution for agent
+and user alike), so the model costs the same to both runners and every episode must score 1.0
+(checked: a faster runner that does less work would not count). Runs are whole processes, timed
+from start to exit, their peak RSS read from ``wait4``.
 
-    python bench/runtime_vs_tau2.py anchor  --tasks 20 --concurrency 4 --latency 0 0.2
-    python bench/runtime_vs_tau2.py scaling --tasks 64 --latency 1 --concurrency 1 4 16 32 64
-    python bench/runtime_vs_tau2.py memory  --tasks 64 --latency 1 --concurrency 32
+    python bench/runtime_vs_tau2.py anchor   --tasks 30 --concurrency 4 --latency 0 0.2
+    python bench/runtime_vs_tau2.py scaling  --latency 1 --concurrency 1 4 16 32 64
+    python bench/runtime_vs_tau2.py overhead --tasks 20
+    python bench/runtime_vs_tau2.py embedded
+    python bench/runtime_vs_tau2.py all --write bench/RESULTS.md   # what `make bench` runs
 
-Each prints a Markdown table; bench/RESULTS.md holds the latest output.
+Each prints Markdown; ``--write FILE`` replaces that part's block (between its markers) in FILE.
 """
 
 from __future__ import annotations
@@ -16,19 +20,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import platform
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+MARK = "<!-- runtime_vs_tau2:{part}:{edge} -->"
 
+
+# ---- the stub model and the two runners ----------------------------------------------------------
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -36,7 +44,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _task_ids(domain: str, n: int) -> list[str]:
+def task_ids(domain: str, n: int) -> list[str]:
+    """The first ``n`` base-split tasks that have reference actions (the stub replays them)."""
     from tau2.registry import registry
 
     ids = registry.get_task_splits_loader(domain)()["base"]
@@ -45,34 +54,54 @@ def _task_ids(domain: str, n: int) -> list[str]:
 
 
 class Stub:
+    """``bench/stub_server.py`` in its own process (it must not share the runners' CPU time)."""
+
     def __init__(self, latency: float):
+        self.latency = latency
         self.port = _free_port()
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "stub_server.py"),
-                                      "--port", str(self.port), "--latency", str(latency)],
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench" / "stub_server.py"), "--port", str(self.port),
+             "--latency", str(latency)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.proc.stdout.readline()  # "stub model on ..."
         self.base = f"http://127.0.0.1:{self.port}/v1"
 
-    def close(self) -> None:
+    def calls(self) -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as r:
+            return json.load(r)["chat"]
+
+    def __enter__(self) -> "Stub":
+        return self
+
+    def __exit__(self, *exc) -> None:
         self.proc.terminate()
         self.proc.wait()
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "OPENAI_API_KEY": "bench-dummy", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, "OPENAI_API_KEY": "bench-dummy", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            **(extra or {})}
 
 
-def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
-    """Wall seconds and the child's peak RSS in MB (ru_maxrss of the largest child so far)."""
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one process, read from its own ``wait4``."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=_env(), cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[:4])}... failed:\n{proc.stderr[-2000:]}")
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(env), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-3000:]
+            raise RuntimeError(f"{' '.join(cmd[:6])} … exited {proc.returncode}:\n{tail}")
+    return wall, usage.ru_maxrss / 1024
 
 
 def run_tau2(stub: Stub, domain: str, ids: list[str], concurrency: int) -> float:
+    """``tau2 run`` with τ²'s own LLM agent and user simulator, both on the stub."""
+    from tau2.utils import DATA_DIR
+
     args = json.dumps({"api_base": stub.base, "temperature": 0.0})
     name = f"bench_{uuid.uuid4().hex[:8]}"
     cmd = [str(Path(sys.executable).with_name("tau2")), "run", "--domain", domain,
@@ -80,71 +109,238 @@ def run_tau2(stub: Stub, domain: str, ids: list[str], concurrency: int) -> float
            "--agent-llm-args", args, "--user-llm-args", args, "--task-ids", *ids,
            "--max-concurrency", str(concurrency), "--save-to", name, "--log-level", "ERROR"]
     try:
-        return _timed(cmd)[0]
+        wall, _ = timed(cmd)
+        saved = DATA_DIR / "simulations" / f"{name}.json"
+        sims = json.loads(saved.read_text())["simulations"] if saved.exists() else []
+        rewards = [s["reward_info"]["reward"] for s in sims]
+        if len(rewards) != len(ids) or any(r != 1.0 for r in rewards):
+            raise RuntimeError(f"tau2 run scored {rewards} on {domain} {ids}: the stub replay must score 1.0")
+        return wall
     finally:
-        from tau2.utils import DATA_DIR
-
         for path in (DATA_DIR / "simulations").glob(f"{name}*"):
-            path.unlink()
+            if path.is_file():
+                path.unlink()
 
 
-def run_runtime(stub: Stub, domain: str, ids: list[str], concurrency: int) -> tuple[float, int]:
+def runtime_cmd(stub: Stub, domain: str, ids: list[str], concurrency: int, out: Path,
+                trials: int = 1, cache: Path | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "runtime.validate", "--env", "tau2", "--mode", "direct",
+           "--domain", domain, "--task-ids", ",".join(ids), "--model", "openai/stub",
+           "--api-base", stub.base, "--concurrency", str(concurrency), "--trials", str(trials),
+           "--no-judge", "--out", str(out)]
+    return cmd + (["--cache-dir", str(cache)] if cache else ["--no-cache"])
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines() if line.strip()]
+
+
+def check_scored(out: Path, expected: int) -> list[dict]:
+    rows = records(out)
+    scores = [r["score"] for r in rows]
+    if len(rows) != expected or any(s != 1.0 for s in scores):
+        raise RuntimeError(f"{out}: {len(rows)} records, scores {scores}; the stub replay must score 1.0")
+    return rows
+
+
+def run_runtime(stub: Stub, domain: str, ids: list[str], concurrency: int, trials: int = 1,
+                env: dict[str, str] | None = None) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "runtime.validate", "--env", "tau2", "--mode", "direct",
-               "--domain", domain, "--task-ids", ",".join(ids), "--model", "openai/stub",
-               "--api-base", stub.base, "--concurrency", str(concurrency), "--no-cache",
-               "--no-judge", "--out", out]
-        wall, rss = _timed(cmd, cwd=ROOT)
-        records = [json.loads(l) for l in Path(out, "records.jsonl").read_text().splitlines()]
-        assert len(records) == len(ids) and all(r["score"] == 1.0 for r in records), \
-            "the runtime's replay must score 1.0 on every task"
-        return wall, rss
+        wall, rss = timed(runtime_cmd(stub, domain, ids, concurrency, Path(out), trials), env)
+        check_scored(Path(out), len(ids) * trials)
+    return wall, rss
 
 
-def anchor(args) -> None:
-    print("| domain | latency | tasks | concurrency | tau2 run (s) | runtime (s) | tau2 ep/s | runtime ep/s | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+# ---- the measurements ----------------------------------------------------------------------------
+
+def anchor(args) -> str:
+    """Episodes per second of ``tau2 run`` and of ``runtime.validate --mode direct``."""
+    lines = ["| domain | latency | episodes | concurrency | `tau2 run` (s) | runtime (s) | runtime, DB cache off (s) "
+             "| `tau2 run` ep/s | runtime ep/s | runtime ÷ `tau2 run` |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    c = args.concurrency[0]
     for latency in args.latency:
-        stub = Stub(latency)
-        try:
+        with Stub(latency) as stub:
             for domain in ("airline", "retail"):
-                ids = _task_ids(domain, args.tasks)
-                t_tau2 = run_tau2(stub, domain, ids, args.concurrency[0])
-                t_rt, _ = run_runtime(stub, domain, ids, args.concurrency[0])
-                print(f"| {domain} | {latency * 1000:.0f} ms | {len(ids)} | {args.concurrency[0]} | "
-                      f"{t_tau2:.1f} | {t_rt:.1f} | {len(ids) / t_tau2:.2f} | {len(ids) / t_rt:.2f} | "
-                      f"{t_tau2 / t_rt:.2f}× |", flush=True)
-        finally:
-            stub.close()
+                ids = task_ids(domain, args.tasks)
+                t_tau2 = run_tau2(stub, domain, ids, c)
+                t_rt, _ = run_runtime(stub, domain, ids, c)
+                t_off, _ = run_runtime(stub, domain, ids, c, env={"EVR_TAU2_DB_CACHE": "0"})
+                n = len(ids)
+                lines.append(f"| {domain} | {latency * 1000:.0f} ms | {n} | {c} | {t_tau2:.1f} | {t_rt:.1f} | "
+                             f"{t_off:.1f} | {n / t_tau2:.2f} | {n / t_rt:.2f} | **{t_tau2 / t_rt:.2f}×** |")
+                print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
 
 
-def scaling(args) -> None:
-    stub = Stub(args.latency[0])
-    try:
-        ids = _task_ids("retail", args.tasks)
-        base = None
-        print("| concurrency | tasks | wall (s) | ep/s | ideal ep/s | % of ideal | peak RSS (MB) |")
-        print("|---|---|---|---|---|---|---|")
+def scaling(args) -> str:
+    """One retail task played ``waves × concurrency`` times (trials), at each concurrency.
+
+    Every concurrency plays the same number of waves, so the one-off costs inside a run (the
+    first model call's lazy imports, the DB parse) weigh the same in each; the fixed start and
+    end of the process are measured by running the same command again on its finished folder
+    (every record done, nothing to play) and left out of the steady throughput."""
+    latency, waves = args.latency[0], args.waves
+    ids = task_ids("retail", 1)
+    rows, base = [], None
+    with Stub(latency) as stub:
         for c in args.concurrency:
-            wall, rss = run_runtime(stub, "retail", ids, c)
-            eps = len(ids) / wall
-            base = base or eps / c
-            print(f"| {c} | {len(ids)} | {wall:.1f} | {eps:.2f} | {base * c:.2f} | "
-                  f"{100 * eps / (base * c):.0f}% | {rss} |", flush=True)
-    finally:
-        stub.close()
+            n = waves * c
+            with tempfile.TemporaryDirectory() as out:
+                cmd = runtime_cmd(stub, "retail", ids, c, Path(out), trials=n)
+                wall, rss = timed(cmd)
+                check_scored(Path(out), n)
+                fixed, _ = timed(cmd)  # resume of a finished folder: start-up and shut-down only
+            steady = n / max(1e-9, wall - fixed)
+            base = base or steady / c
+            rows.append((c, n, wall, fixed, n / wall, steady, base * c, rss))
+            print(rows[-1], file=sys.stderr, flush=True)
+    lines = [f"Model latency {latency:g} s per call; retail task {ids[0]} "
+             f"({len(_actions('retail', ids[0]))} reference actions), played {waves} × concurrency times.",
+             "",
+             "| concurrency | episodes | wall (s) | fixed start/end (s) | ep/s (wall) | ep/s (steady) "
+             "| ideal ep/s | % of ideal | peak RSS (MB) | RSS per concurrent episode (MB) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    rss1 = rows[0][-1]
+    for c, n, wall, fixed, eps, steady, ideal, rss in rows:
+        per = "–" if c == 1 else f"{(rss - rss1) / (c - 1):.1f} marginal, {rss / c:.1f} whole"
+        lines.append(f"| {c} | {n} | {wall:.1f} | {fixed:.1f} | {eps:.2f} | {steady:.2f} | {ideal:.2f} | "
+                     f"**{100 * steady / ideal:.0f}%** | {rss:.0f} | {per} |")
+    return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["anchor", "scaling"])
-    parser.add_argument("--tasks", type=int, default=20)
-    parser.add_argument("--latency", type=float, nargs="+", default=[0.0])
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[4])
+def _actions(domain: str, task_id: str) -> list:
+    from tau2.registry import registry
+
+    task = next(t for t in registry.get_tasks_loader(domain)() if t.id == task_id)
+    return task.evaluation_criteria.actions or []
+
+
+def overhead(args) -> str:
+    """Where an episode's time goes (concurrency 1, 0 ms model), and re-runs from the cache."""
+    ids = task_ids("airline", args.tasks)
+    out_lines = []
+    with Stub(0.0) as stub, tempfile.TemporaryDirectory() as tmp:
+        first, again, done = Path(tmp, "first"), Path(tmp, "again"), Path(tmp, "first")
+        calls0 = stub.calls()
+        cache = Path(tmp, "cache")
+        wall1, _ = timed(runtime_cmd(stub, "airline", ids, 1, first, cache=cache))
+        rows = check_scored(first, len(ids))
+        calls1 = stub.calls()
+        wall2, _ = timed(runtime_cmd(stub, "airline", ids, 1, again, cache=cache))
+        check_scored(again, len(ids))
+        calls2 = stub.calls()
+        wall3, _ = timed(runtime_cmd(stub, "airline", ids, 1, done, cache=cache))
+        calls3 = stub.calls()
+
+    def mean(values) -> float:
+        return statistics.fmean(values) if values else 0.0
+
+    prepare = mean([r["timings_s"]["prepare"] for r in rows])
+    execute = mean([r["timings_s"]["execute"] for r in rows])
+    score = mean([r["timings_s"]["score"] for r in rows])
+    model = mean([r["usage"]["total"]["seconds"] for r in rows])
+    calls = mean([r["usage"]["total"]["calls"] for r in rows])
+    n = len(ids)
+    out_lines += [
+        f"Airline, {n} tasks, concurrency 1, stub model at 0 ms; means per episode from the records' "
+        "`timings_s` and `usage`.",
+        "",
+        "| part of an episode | seconds |", "|---|---|",
+        f"| model calls ({calls:.1f} a episode, through litellm to the stub and back) | {model:.3f} |",
+        f"| scoring (τ²'s `evaluate_simulation`: replays, DB hashes, action checks) | {score:.3f} |",
+        f"| everything else: τ²'s orchestrator, its tool calls, the runtime (graph, records) | "
+        f"{prepare + execute - model:.3f} |",
+        f"| **whole episode** | {prepare + execute + score:.3f} |",
+        "",
+        "The last row is the process's fixed start and end; \"steady\" leaves it out.",
+        "",
+        "| re-run | wall (s) | model calls | episodes/s (wall) | episodes/s (steady) |",
+        "|---|---|---|---|---|",
+        f"| first run, response cache empty | {wall1:.1f} | {calls1 - calls0} | {n / wall1:.2f} | "
+        f"{n / max(1e-9, wall1 - wall3):.1f} |",
+        f"| same matrix into a new folder, every answer from the response cache | {wall2:.1f} | "
+        f"{calls2 - calls1} | {n / wall2:.2f} | {n / max(1e-9, wall2 - wall3):.1f} |",
+        f"| same command on the finished folder (every record done: resumes to nothing) | {wall3:.1f} | "
+        f"{calls3 - calls2} | – | – |",
+    ]
+    if calls2 - calls1 != 0 or calls3 - calls2 != 0:
+        raise RuntimeError("a cached re-run called the model")
+    return "\n".join(out_lines)
+
+
+def embedded(args) -> str:
+    """The README's default run (`make run`), cold: a new run folder and no response cache."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "runtime.validate", "--env", "tau2", "--mode", "refine",
+               "--out", out, "--no-cache"]
+        wall, rss = timed(cmd)
+        rows = records(Path(out))
+    status = ", ".join(f"{r['key']['task_id']}: {r['status']} {r['score']}" for r in rows)
+    return (f"`python -m runtime.validate --env tau2 --mode refine` (embedded SmolLM2-135M, τ² mock, "
+            f"defaults), cold: **{wall:.0f} s** wall, peak RSS {rss:.0f} MB; records: {status}.")
+
+
+def _flags(sub: argparse.Namespace, name: str) -> str:
+    if name == "anchor":
+        return (f" --tasks {sub.tasks} --concurrency {sub.concurrency[0]} --latency "
+                + " ".join(f"{x:g}" for x in sub.latency))
+    if name == "scaling":
+        return (f" --latency {sub.latency[0]:g} --waves {sub.waves} --concurrency "
+                + " ".join(str(c) for c in sub.concurrency))
+    if name == "overhead":
+        return f" --tasks {sub.tasks}"
+    return ""
+
+
+def write_block(path: Path, part: str, block: str) -> None:
+    """Replace this part's block between its markers in ``path`` (appended when absent)."""
+    start, end = MARK.format(part=part, edge="start"), MARK.format(part=part, edge="end")
+    doc = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = f"{start}\n{block}\n{end}"
+    if start in doc and end in doc:
+        doc = doc[: doc.index(start)] + text + doc[doc.index(end) + len(end):]
+    else:
+        doc = doc.rstrip() + "\n\n" + text + "\n"
+    path.write_text(doc, encoding="utf-8")
+
+
+def machine() -> str:
+    return (f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
+            f"{time.strftime('%Y-%m-%d')}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=["anchor", "scaling", "overhead", "embedded", "all"])
+    parser.add_argument("--tasks", type=int, default=30)
+    parser.add_argument("--latency", type=float, nargs="+")
+    parser.add_argument("--concurrency", type=int, nargs="+")
+    parser.add_argument("--waves", type=int, default=4, help="scaling: episodes = waves × concurrency")
+    parser.add_argument("--write", type=Path, help="replace each measured part's block in FILE")
     args = parser.parse_args()
-    print(f"<!-- {args.what}: {os.cpu_count()} cores, python {sys.version.split()[0]} -->")
-    {"anchor": anchor, "scaling": scaling}[args.what](args)
+    parts = {"anchor": ("Against `tau2 run`", anchor, [0.0, 0.2], [4]),
+             "scaling": ("Scaling and memory", scaling, [1.0], [1, 4, 16, 32, 64]),
+             "overhead": ("Overheads", overhead, None, None),
+             "embedded": ("Embedded default", embedded, None, None)}
+    chosen = list(parts) if args.what == "all" else [args.what]
+    for name in chosen:
+        title, fn, latency, concurrency = parts[name]
+        sub = argparse.Namespace(**vars(args))
+        sub.latency = args.latency or latency
+        sub.concurrency = args.concurrency or concurrency
+        if name == "overhead":
+            sub.tasks = min(args.tasks, 20)
+        start = time.perf_counter()
+        body = fn(sub)
+        took = time.perf_counter() - start
+        block = (f"### {title}\n\nMachine: {machine()}. Command: `python bench/runtime_vs_tau2.py "
+                 f"{name}{_flags(sub, name)}` ({took:.0f} s to measure).\n\n{body}")
+        print(block + "\n", flush=True)
+        if args.write:
+            write_block(args.write, name, block)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -74,8 +74,21 @@ class Replay:
 
 
 def make_handler(replay: Replay, latency: float):
+    calls = {"chat": 0}
+    lock = threading.Lock()
+
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - ``GET /stats``: how many chat calls were answered
+            payload = json.dumps(calls).encode()
+            self.send_response(200 if self.path == "/stats" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
         def do_POST(self):  # noqa: N802 - http.server's naming
+            with lock:
+                calls["chat"] += 1
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             reply = replay.answer(body)
             time.sleep(latency)
