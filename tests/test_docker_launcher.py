@@ -306,16 +306,15 @@ def test_a_hung_server_times_out_and_its_container_goes(engine, fake):
     assert name not in _ours(engine)
 
 
-def test_a_container_killed_mid_episode_is_a_crash_and_the_pool_goes_on(engine, fake):
-    launcher, pool = fake
-    servers = pool(max_size=1)
+def _hanging_episode(servers) -> tuple[threading.Thread, list[BaseException]]:
+    """An episode on a leased server that plays the fake's ``hang`` task: returns once the
+    server is inside ``play`` (its agent was called), with the list its error will land in."""
     started = threading.Event()
+    errors: list[BaseException] = []
 
     def agent(messages, tools):
         started.set()
         return {"role": "assistant", "content": "done"}
-
-    errors: list[BaseException] = []
 
     def episode():
         try:
@@ -328,6 +327,13 @@ def test_a_container_killed_mid_episode_is_a_crash_and_the_pool_goes_on(engine, 
     thread = threading.Thread(target=episode)
     thread.start()
     assert started.wait(30)
+    return thread, errors
+
+
+def test_a_container_killed_mid_episode_is_a_crash_and_the_pool_goes_on(engine, fake):
+    launcher, pool = fake
+    servers = pool(max_size=1)
+    thread, errors = _hanging_episode(servers)
     (name,) = _ours(engine)
     engine.containers.get(name).kill()
     thread.join(30)
@@ -356,24 +362,7 @@ def test_close_all_ends_containers_that_are_in_use(engine, fake):
     """Ctrl-C: ``close_all`` removes leased containers too, so in-flight episodes end now."""
     launcher, pool = fake
     servers = pool(max_size=2)
-    started = threading.Event()
-    errors: list[BaseException] = []
-
-    def agent(messages, tools):
-        started.set()
-        return {"role": "assistant", "content": "done"}
-
-    def episode():
-        try:
-            with servers.lease() as server:
-                server.request("play", p.PlayArgs(domain="default", task_id="hang",
-                                                  opening_request="hi"), agent=agent)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-
-    thread = threading.Thread(target=episode)
-    thread.start()
-    assert started.wait(30)
+    thread, errors = _hanging_episode(servers)
     t0 = time.monotonic()
     dl.close_all()
     thread.join(30)

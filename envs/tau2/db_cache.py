@@ -174,8 +174,8 @@ def _cached_constructor(domain: str, original: Callable) -> Callable:
     def get_environment(db: Any = None, solo_mode: bool = False, **kwargs: Any):
         if db is None:
             db = clone_db(domain)
-        if db is None:
-            return original(solo_mode=solo_mode, **kwargs) if solo_mode or kwargs else original()
+        if db is None:  # not a DB of dict tables: τ²'s own parse
+            return original(solo_mode=solo_mode, **kwargs)
         env = original(db=db, solo_mode=solo_mode, **kwargs)
         env.tools.get_db_hash = functools.partial(db_hash, env.tools)
         return env
