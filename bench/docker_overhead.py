@@ -99,7 +99,7 @@ def container_start(client, tag: str, n: int = 3) -> dict:
 def episodes(tasks: str, sandbox: str, out: Path) -> dict:
     run = out / f"episodes-{sandbox}"
     shutil.rmtree(run, ignore_errors=True)
-    argv = [sys.executable, "-m", "runtime.testing.run_scripted", "--", "--env", "tau2",
+    argv = [sys.executable, "-m", "testkit.run_scripted", "--", "--env", "tau2",
             "--domain", "airline", "--mode", "direct", "--task-ids", tasks, "--concurrency", "1",
             "--model", "scripted/roles", "--sandbox", sandbox, "--out", str(run), "--no-cache"]
     env = {**os.environ, "EVR_DOCKER_SERVERS": "1"}

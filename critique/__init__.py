@@ -1,9 +1,12 @@
-"""Critics, the plan judge and the leak guard: everything that may see the ``Supervision``.
+"""Everything that may see the ``Supervision``: the anti-leak critic, the plan judge, the leak
+guard and the critique strategies, with their prompts.
 
-Import submodules directly (``critique.critic``, ``critique.leak_guard``); this package keeps
-its top level light so that ``planners`` can import the ``Critique`` type without a cycle.
+May import: ``evrcore`` (the critique types, the plan, the chat protocol), ``planners`` and
+``envs``; never ``runtime``. Import submodules directly (``critique.critic``,
+``critique.leak_guard``); the critique *types* live in ``evrcore.critique`` and are re-exported
+here for convenience.
 """
 
-from critique.schema import ERROR_CODES, GRADES, Critique, ErrorFlags
+from evrcore.critique import ERROR_CODES, GRADES, Critique, ErrorFlags
 
 __all__ = ["Critique", "ERROR_CODES", "ErrorFlags", "GRADES"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field, ValidationError
 
 from critique.leak_guard import GuardOutcome, LeakGuard
-from critique.schema import (
+from evrcore.critique import (
     CRITIQUE_JSON_SCHEMA,
     ERROR_CODES,
     FREE_CRITIQUE_JSON_SCHEMA,
@@ -27,9 +27,9 @@ from critique.schema import (
     FreeCritique,
 )
 from envs.base import Supervision, TaskView
-from planners.chat import ChatModel, extract_json
-from planners.plan import Plan
-from planners.templates import render
+from evrcore.chat import ChatModel, extract_json
+from evrcore.plan import Plan
+from evrcore.prompts import render
 
 
 class CriticError(RuntimeError):
@@ -142,7 +142,7 @@ class Critic:
         )
 
 
-def AntiLeakCritic(model: ChatModel, attempts: int = 3, leak_retries: int = 2) -> Critic:  # noqa: N802
+def anti_leak_critic(model: ChatModel, attempts: int = 3, leak_retries: int = 2) -> Critic:
     """The default Refine critic: sees the supervision, answers in the taxonomy, guarded."""
     return Critic(model, ANTI_LEAK, attempts=attempts, leak_retries=leak_retries)
 

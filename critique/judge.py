@@ -13,11 +13,11 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from critique.schema import ERROR_CODES, GRADES, check_grade
+from evrcore.critique import ERROR_CODES, GRADES, check_grade
 from envs.base import Supervision, TaskView
-from planners.chat import ChatModel, extract_json
-from planners.plan import Plan
-from planners.templates import render
+from evrcore.chat import ChatModel, extract_json
+from evrcore.plan import Plan
+from evrcore.prompts import render
 
 
 class PlanJudgement(BaseModel):

@@ -1,7 +1,11 @@
 """Benchmark environments. Each adapter turns a benchmark's tasks into a ``TaskView`` and a
 ``Supervision`` and plays episodes with the benchmark's own loop and evaluator.
 
-This package never imports ``critique`` or ``planners``: environments know nothing of plans.
+Lives here: the boundary types (``envs.base``), the registry of environments
+(``envs.registry``), the env-server protocol and its client (``envs.protocol``,
+``envs.server_client``), the adapters (``envs.tau2``, ``envs.toolsandbox``) and the container
+launcher. May import: third-party libraries only; never ``evrcore``, ``planners``, ``critique``
+or ``runtime`` (environments know nothing of plans), which an import-linter contract checks.
 """
 
 import os
@@ -24,39 +28,7 @@ from envs.base import (  # noqa: E402
     UserTurn,
 )
 
-ENVIRONMENTS = ("tau2", "toolsandbox")
-
-
-SANDBOXES = ("inproc", "auto", "docker")
-
-
-def get_environment(name: str, sandbox: str = "inproc") -> Environment:
-    """The environment adapter called ``name``; imports lazily so each env's deps stay optional.
-
-    ``sandbox``: ``inproc`` — no container (τ²-bench in this interpreter, ToolSandbox in its own
-    venv); ``docker`` — env servers in containers (``envs.docker_launcher``), exit 2 if no engine;
-    ``auto`` — containers when an engine is reachable, else one line on stderr and ``inproc``.
-    """
-    if name not in ENVIRONMENTS:
-        raise UnknownTaskError(f"unknown env {name!r}; accepted: {', '.join(ENVIRONMENTS)}")
-    if sandbox not in SANDBOXES:
-        raise UnknownTaskError(f"unknown sandbox {sandbox!r}; accepted: {', '.join(SANDBOXES)}")
-    if sandbox != "inproc":
-        from envs.docker_launcher import docker_environment
-
-        env = docker_environment(name, demanded=sandbox == "docker")
-        if env is not None:
-            return env
-    if name == "tau2":
-        from envs.tau2 import Tau2Environment
-
-        return Tau2Environment()
-    if name == "toolsandbox":
-        from envs.toolsandbox import ToolSandboxEnvironment
-
-        return ToolSandboxEnvironment()
-    raise UnknownTaskError(f"unknown env {name!r}; accepted: {', '.join(ENVIRONMENTS)}")
-
+from envs.registry import ENVIRONMENTS, SANDBOXES, EnvSpec, get_environment  # noqa: E402
 
 __all__ = [
     "AgentTurn",
@@ -64,6 +36,7 @@ __all__ = [
     "ENVIRONMENTS",
     "Environment",
     "EnvError",
+    "EnvSpec",
     "Score",
     "Trajectory",
     "ReferenceAction",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -254,6 +255,16 @@ class Environment(Protocol):
 
     def score(self, domain: str, task_id: str, trajectory: Trajectory) -> Score:
         """Score a trajectory with the benchmark's own evaluator."""
+        ...
+
+    def capture_logs(self, folder: Path) -> None:
+        """Keep the logs of whatever serves this environment (env servers, containers) in
+        ``folder`` (the run folder's); a no-op where nothing runs outside this process."""
+        ...
+
+    def close(self) -> None:
+        """Release what the environment holds (server processes, containers). Idempotent; the
+        CLI calls it at the end of a run and on Ctrl-C."""
         ...
 
 

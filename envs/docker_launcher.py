@@ -823,9 +823,9 @@ class DockerEnvironment(RemoteEnvironment):
 
 def close_all() -> None:
     """End every container this process started (Ctrl-C, SIGTERM, interpreter exit)."""
-    from envs.server_client import _POOLS
+    from envs.server_client import live_pools
 
-    for pool in list(_POOLS):
+    for pool in live_pools():
         if isinstance(pool, DockerServerPool):
             try:
                 pool.close()

@@ -25,6 +25,7 @@ import queue
 import subprocess
 import threading
 import weakref
+from pathlib import Path
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -309,9 +310,14 @@ class EnvServer:
 _POOLS: "weakref.WeakSet[ServerPool]" = weakref.WeakSet()
 
 
+def live_pools() -> list["ServerPool"]:
+    """Every server pool of this process that has not been garbage-collected."""
+    return list(_POOLS)
+
+
 @atexit.register
 def _close_all() -> None:
-    for pool in list(_POOLS):
+    for pool in live_pools():
         pool.close()
 
 
@@ -476,6 +482,9 @@ class RemoteEnvironment:
     def score(self, domain: str, task_id: str, trajectory: Trajectory) -> Score:
         args = p.ScoreArgs(domain=domain, task_id=task_id, trajectory=trajectory)
         return self._call("score", args, p.ScoreResult).score
+
+    def capture_logs(self, folder: Path) -> None:
+        """Env servers in local processes keep their stderr in memory for error messages."""
 
     def close(self) -> None:
         self.pool.close()

@@ -1,8 +1,13 @@
 """Planners: make a plan from a ``TaskView``, revise it from a ``Critique``.
 
-``Plan`` (APB's holistic format) lives here; the default is ``planners.llm.LLMPlanner``.
+The planner interface (``planners.base``), the default LLM planner (``planners.llm``), the
+plug-in registry (``planners.registry``) and their prompts. ``Plan`` itself lives in
+``evrcore.plan`` and is re-exported here for plug-in authors.
+
+May import: ``evrcore`` and ``envs``; never ``critique`` or ``runtime``. A planner never
+receives a ``Supervision``.
 """
 
-from planners.plan import Plan, ToolStep
+from evrcore.plan import Plan, ToolStep
 
 __all__ = ["Plan", "ToolStep"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from critique.schema import AnyCritique
+from evrcore.critique import AnyCritique
 from envs.base import TaskView
-from planners.plan import Plan
+from evrcore.plan import Plan
 
 
 @runtime_checkable

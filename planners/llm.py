@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from critique.schema import AnyCritique
+from evrcore.critique import AnyCritique
 from envs.base import TaskView
-from planners.chat import ChatModel, extract_json
-from planners.plan import PLAN_JSON_SCHEMA, Plan
-from planners.templates import render
+from evrcore.chat import ChatModel, extract_json
+from evrcore.plan import PLAN_JSON_SCHEMA, Plan
+from evrcore.prompts import render
 
 
 class PlanParseError(ValueError):

@@ -15,10 +15,10 @@ import inspect
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
-from critique.schema import AnyCritique
+from evrcore.critique import AnyCritique
 from envs.base import TaskView
-from planners.chat import ChatModel
-from planners.plan import Plan
+from evrcore.chat import ChatModel
+from evrcore.plan import Plan
 
 GROUP = "runtime.planners"
 BUILTIN = {"llm": "planners.llm:LLMPlanner"}

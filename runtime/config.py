@@ -12,7 +12,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from envs.registry import SANDBOXES, names
 from runtime.records import MODES
+
+ENV_NAMES = names()
 
 
 class UsageError(ValueError):
@@ -28,22 +31,15 @@ EMBEDDED_DEFAULTS = {"domain": "mock", "tasks": 2, "max_steps": 20, "max_tokens"
 keeps the whole run to minutes where airline's 5,000-token policy would take most of an hour."""
 
 
-class RunConfig(BaseModel):
+class RunSettings(BaseModel):
+    """The settings every run shares, whichever command makes it (``validate``, ``ablate``, each
+    cell of ``table3``): models and endpoints, sampling, trials, concurrency, limits, where env
+    servers run, caching and the critique strategy. Each command's config embeds them."""
+
     model_config = ConfigDict(extra="forbid")
 
-    env: Literal["tau2", "toolsandbox"] = "tau2"
-    mode: Literal["direct", "plan-first", "refine", "all"] = "refine"
-    domain: str | None = None
-    split: str | None = None
-    tasks: str | None = Field(
-        default=None,
-        description="A count (a seeded sample of the split), or comma-separated task ids. τ² ids "
-        "are often numbers: '7' is a count, '7,' is the task with id 7.",
-    )
-    task_ids: list[str] | None = Field(default=None, description="Task ids, unambiguously.")
     trials: int = Field(default=1, ge=1)
     seed: int = 0
-    model: str | None = None
     critic_model: str | None = None
     judge_model: str | None = None
     user_model: str | None = None
@@ -55,19 +51,18 @@ class RunConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1, le=256)
     max_steps: int | None = Field(default=None, ge=2, description="τ² step limit; default 100 "
                                   "(20 on the embedded model, to keep the offline run short).")
-    out: Path | None = None
-    run_id: str | None = None
     cache_dir: Path | None = None
-    no_cache: bool = False
-    retry_errors: bool = False
     strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")
     no_judge: bool = Field(default=False, description="Skip the plan judge of p0 and p1.")
-    planner: str = Field(default="llm", description="A planner name or 'package.module:Class'.")
-    sandbox: Literal["inproc", "auto", "docker"] = Field(
+    sandbox: Literal[SANDBOXES] = Field(  # type: ignore[valid-type]
         default="inproc",
         description="Where env servers run: inproc (no container), docker (containers; exit 2 "
         "without an engine), auto (containers if an engine is reachable, else inproc).",
     )
+
+    def shared(self) -> dict[str, Any]:
+        """The shared settings alone, to hand on to a run."""
+        return {name: getattr(self, name) for name in RunSettings.model_fields}
 
     @field_validator("strategy")
     @classmethod
@@ -77,6 +72,27 @@ class RunConfig(BaseModel):
         if value not in STRATEGIES:
             raise ValueError(f"unknown critique strategy; accepted: {', '.join(STRATEGIES)}")
         return value
+
+
+class RunConfig(RunSettings):
+    """One run: the shared settings plus what picks its environment, modes, tasks and model."""
+
+    env: Literal[ENV_NAMES] = "tau2"  # type: ignore[valid-type]
+    mode: Literal["direct", "plan-first", "refine", "all"] = "refine"
+    domain: str | None = None
+    split: str | None = None
+    tasks: str | None = Field(
+        default=None,
+        description="A count (a seeded sample of the split), or comma-separated task ids. τ² ids "
+        "are often numbers: '7' is a count, '7,' is the task with id 7.",
+    )
+    task_ids: list[str] | None = Field(default=None, description="Task ids, unambiguously.")
+    model: str | None = None
+    out: Path | None = None
+    run_id: str | None = None
+    no_cache: bool = False
+    retry_errors: bool = False
+    planner: str = Field(default="llm", description="A planner name or 'package.module:Class'.")
 
     @field_validator("tasks", mode="before")
     @classmethod

@@ -7,8 +7,8 @@ and Refine differ only in that plan, so their scores compare plans and nothing e
 from __future__ import annotations
 
 from envs.base import ChatMessage, TaskView, ToolSchema
-from planners.chat import ChatModel
-from planners.plan import Plan
+from evrcore.chat import ChatModel
+from evrcore.plan import Plan
 
 DEFAULT_INSTRUCTION = """You are an agent that helps the user according to the <policy> provided below.
 In each turn you can either:

@@ -9,7 +9,8 @@ once per (task, tested model, planner, trial): both are stored artifacts, so Pla
 Refine execute from the same opening and revise the same p0. Only ``critique`` (for the
 strategies that see it) and the optional plan judge touch the ``Supervision``; the planner,
 reviser and executor nodes are handed the ``TaskView`` alone.
-A node that fails puts a ``StageError`` in the state and the graph ends there.
+A node that fails puts a ``StageError`` in the state and the graph ends there. The graph is
+compiled once per process; an episode's own settings travel as LangGraph's runtime context.
 """
 
 from __future__ import annotations
@@ -18,19 +19,21 @@ import hashlib
 import operator
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated, Any, Callable, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from critique.critic import CriticResult
 from critique.judge import JudgeResult, PlanJudge
 from critique.strategies import Strategy
 from envs.base import Environment, Score, Supervision, TaskView, Trajectory
 from planners.base import Planner
-from planners.chat import ChatModel
-from planners.plan import Plan
+from evrcore.chat import ChatModel
+from evrcore.plan import Plan
 from runtime.executor import Executor
-from runtime.models import Meter, ModelLayer
+from runtime.llm.layer import Meter, ModelLayer
 from runtime.records import EpisodeKey, StageError
 from runtime.simulated_user import SimulatedUser
 from runtime.store import RunStore
@@ -79,13 +82,13 @@ class EpisodeContext:
         return self.layer.client(role, purpose, self.meter, seed=self.seed, context=context)
 
 
-def _node(stage: str, fn: Callable[[EpisodeState], dict[str, Any]]) -> Callable[[EpisodeState], dict[str, Any]]:
+def _node(stage: str, fn: Callable[[EpisodeState, EpisodeContext], dict[str, Any]]):
     """Time a node and turn its exception into a recorded ``StageError``."""
 
-    def run(state: EpisodeState) -> dict[str, Any]:
+    def run(state: EpisodeState, runtime: Runtime[EpisodeContext]) -> dict[str, Any]:
         started = time.perf_counter()
         try:
-            update = fn(state)
+            update = fn(state, runtime.context)
         except Exception as exc:  # noqa: BLE001 - every failure becomes part of the record
             update = {"error": StageError(stage=stage, type=type(exc).__name__, message=str(exc)[:2000])}
         update["timings"] = {stage: round(time.perf_counter() - started, 4)}
@@ -94,109 +97,130 @@ def _node(stage: str, fn: Callable[[EpisodeState], dict[str, Any]]) -> Callable[
     return run
 
 
-def build_graph(ctx: EpisodeContext):
+def prepare(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key = ctx.key
+    view, supervision = ctx.env.load(key.domain, key.task_id)
+    user = SimulatedUser(ctx.client("user_model", "user"))
+    opening_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id,
+                   "user_model": ctx.layer.specs["user_model"].model, "trial": key.trial}
+    opening, created = ctx.store.get_or_create(
+        "opening", opening_key,
+        lambda: ctx.env.opening_request(key.domain, key.task_id, user, ctx.seed),
+    )
+    update: dict[str, Any] = {
+        "view": view.model_copy(update={"opening_request": opening}),
+        "supervision": supervision,
+    }
+    if not created:
+        update["reused"] = ["opening"]
+    return update
 
-    def prepare(state: EpisodeState) -> dict[str, Any]:
-        view, supervision = ctx.env.load(key.domain, key.task_id)
-        user = SimulatedUser(ctx.client("user_model", "user"))
-        opening_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id,
-                       "user_model": ctx.layer.specs["user_model"].model, "trial": key.trial}
-        opening, created = ctx.store.get_or_create(
-            "opening", opening_key,
-            lambda: ctx.env.opening_request(key.domain, key.task_id, user, ctx.seed),
-        )
-        update: dict[str, Any] = {
-            "view": view.model_copy(update={"opening_request": opening}),
-            "supervision": supervision,
-        }
-        if not created:
-            update["reused"] = ["opening"]
-        return update
 
-    def plan(state: EpisodeState) -> dict[str, Any]:
-        view = state["view"]
-        planner = ctx.make_planner(ctx.client("model", "planner"))
-        p0_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "model": key.model,
-                  "planner": ctx.planner_name, "trial": key.trial,
-                  "opening": hashlib.sha256((view.opening_request or "").encode()).hexdigest()}
-        data, created = ctx.store.get_or_create(
-            "p0", p0_key, lambda: planner.plan(view).model_dump()
-        )
-        update: dict[str, Any] = {"p0": Plan.model_validate(data)}
-        if not created:
-            update["reused"] = ["p0"]
-        return update
+def plan(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
+    key, view = ctx.key, state["view"]
+    planner = ctx.make_planner(ctx.client("model", "planner"))
+    p0_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "model": key.model,
+              "planner": ctx.planner_name, "trial": key.trial,
+              "opening": hashlib.sha256((view.opening_request or "").encode()).hexdigest()}
+    data, created = ctx.store.get_or_create("p0", p0_key, lambda: planner.plan(view).model_dump())
+    update: dict[str, Any] = {"p0": Plan.model_validate(data)}
+    if not created:
+        update["reused"] = ["p0"]
+    return update
 
-    def judge_p0(state: EpisodeState) -> dict[str, Any]:
-        judge = PlanJudge(ctx.client("judge_model", "judge"))
-        p0 = state["p0"]
-        judge_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "trial": key.trial,
-                     "judge_model": ctx.layer.specs["judge_model"].model,
-                     "p0": hashlib.sha256(p0.model_dump_json().encode()).hexdigest()}
-        data, _ = ctx.store.get_or_create(
-            "judge_p0", judge_key,
-            lambda: judge.judge(state["view"], state["supervision"], p0).model_dump(),
-        )
-        return {"judge_p0": JudgeResult.model_validate(data)}
 
-    def critique(state: EpisodeState) -> dict[str, Any]:
-        strategy = ctx.strategy
-        if strategy.critic_role is None:
-            return {}
-        purpose = "critic" if strategy.critic_role == "critic_model" else "self-critic"
-        critic = strategy.critic(ctx.client(strategy.critic_role, purpose))
-        supervision = state["supervision"] if strategy.settings.sees_supervision else None
-        return {"critic": critic.critique(state["view"], supervision, state["p0"])}
+def judge_p0(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
+    key, p0 = ctx.key, state["p0"]
+    judge = PlanJudge(ctx.client("judge_model", "judge"))
+    judge_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "trial": key.trial,
+                 "judge_model": ctx.layer.specs["judge_model"].model,
+                 "p0": hashlib.sha256(p0.model_dump_json().encode()).hexdigest()}
+    data, _ = ctx.store.get_or_create(
+        "judge_p0", judge_key,
+        lambda: judge.judge(state["view"], state["supervision"], p0).model_dump(),
+    )
+    return {"judge_p0": JudgeResult.model_validate(data)}
 
-    def revise(state: EpisodeState) -> dict[str, Any]:
-        if "critic" not in state:  # the negative control: nothing to revise from
-            return {"p1": state["p0"].model_copy(deep=True)}
-        planner = ctx.make_planner(ctx.client("model", "reviser"))
-        return {"p1": planner.revise(state["view"], state["p0"], state["critic"].critique)}
 
-    def judge_p1(state: EpisodeState) -> dict[str, Any]:
-        judge = PlanJudge(ctx.client("judge_model", "judge"))
-        return {"judge_p1": judge.judge(state["view"], state["supervision"], state["p1"])}
+def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
+    strategy = ctx.strategy
+    if strategy.critic_role is None:
+        return {}
+    purpose = "critic" if strategy.critic_role == "critic_model" else "self-critic"
+    critic = strategy.critic(ctx.client(strategy.critic_role, purpose))
+    supervision = state["supervision"] if strategy.settings.sees_supervision else None
+    return {"critic": critic.critique(state["view"], supervision, state["p0"])}
 
-    def execute(state: EpisodeState) -> dict[str, Any]:
-        view = state["view"]
-        plan_used = state.get("p1") or state.get("p0")
-        executor = Executor(view, plan_used, ctx.client("model", "executor"))
-        user = SimulatedUser(ctx.client("user_model", "user"))
-        trajectory = ctx.env.play(key.domain, key.task_id, view.opening_request or "",
-                                  executor, user, ctx.seed, ctx.max_steps)
-        return {"trajectory": trajectory}
 
-    def score(state: EpisodeState) -> dict[str, Any]:
-        return {"score": ctx.env.score(key.domain, key.task_id, state["trajectory"])}
+def revise(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
+    if "critic" not in state:  # the negative control: nothing to revise from
+        return {"p1": state["p0"].model_copy(deep=True)}
+    planner = ctx.make_planner(ctx.client("model", "reviser"))
+    return {"p1": planner.revise(state["view"], state["p0"], state["critic"].critique)}
 
-    graph = StateGraph(EpisodeState)
-    for name, fn in [("prepare", prepare), ("plan", plan), ("judge_p0", judge_p0),
-                     ("critique", critique), ("revise", revise), ("judge_p1", judge_p1),
-                     ("execute", execute), ("score", score)]:
+
+def judge_p1(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
+    judge = PlanJudge(ctx.client("judge_model", "judge"))
+    return {"judge_p1": judge.judge(state["view"], state["supervision"], state["p1"])}
+
+
+def execute(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
+    key, view = ctx.key, state["view"]
+    plan_used = state.get("p1") or state.get("p0")
+    executor = Executor(view, plan_used, ctx.client("model", "executor"))
+    user = SimulatedUser(ctx.client("user_model", "user"))
+    trajectory = ctx.env.play(key.domain, key.task_id, view.opening_request or "",
+                              executor, user, ctx.seed, ctx.max_steps)
+    return {"trajectory": trajectory}
+
+
+def score(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
+    return {"score": ctx.env.score(ctx.key.domain, ctx.key.task_id, state["trajectory"])}
+
+
+NODES = {"prepare": prepare, "plan": plan, "judge_p0": judge_p0, "critique": critique,
+         "revise": revise, "judge_p1": judge_p1, "execute": execute, "score": score}
+
+
+def _route(after: str) -> Callable[[EpisodeState, Runtime[EpisodeContext]], str]:
+    """The edge out of ``after``: END on an error, else the next stage for this episode's mode
+    (the plan judge's nodes are skipped when the run has the judge off)."""
+
+    def route(state: EpisodeState, runtime: Runtime[EpisodeContext]) -> str:
+        if "error" in state:
+            return END
+        ctx = runtime.context
+        mode = ctx.key.mode
+        nxt = {
+            "prepare": "execute" if mode == "direct" else "plan",
+            "plan": "judge_p0",
+            "judge_p0": "execute" if mode == "plan-first" else "critique",
+            "critique": "revise",
+            "revise": "judge_p1",
+            "judge_p1": "execute",
+            "execute": "score",
+        }[after]
+        if nxt in ("judge_p0", "judge_p1") and not ctx.judge:
+            return _route(nxt)(state, runtime)
+        return nxt
+
+    return route
+
+
+_TARGETS = {"prepare": ["execute", "plan"], "plan": ["judge_p0", "execute", "critique"],
+            "judge_p0": ["execute", "critique"], "critique": ["revise"],
+            "revise": ["judge_p1", "execute"], "judge_p1": ["execute"], "execute": ["score"]}
+
+
+@lru_cache(maxsize=1)
+def episode_graph():
+    """The episode graph, compiled once per process; each episode runs it with its own
+    ``EpisodeContext`` (LangGraph's runtime context), so nothing is rebuilt per episode."""
+    graph = StateGraph(EpisodeState, context_schema=EpisodeContext)
+    for name, fn in NODES.items():
         graph.add_node(name, _node(name, fn))
-
-    def after(next_by_mode: dict[str, str] | str):
-        def route(state: EpisodeState) -> str:
-            if "error" in state:
-                return END
-            return next_by_mode if isinstance(next_by_mode, str) else next_by_mode[key.mode]
-        return route
-
     graph.add_edge(START, "prepare")
-    graph.add_conditional_edges("prepare", after({"direct": "execute", "plan-first": "plan", "refine": "plan"}),
-                                ["execute", "plan", END])
-    after_p0 = {"plan-first": "execute", "refine": "critique"}
-    if ctx.judge:
-        graph.add_conditional_edges("plan", after("judge_p0"), ["judge_p0", END])
-        graph.add_conditional_edges("judge_p0", after(after_p0), ["execute", "critique", END])
-        graph.add_conditional_edges("revise", after("judge_p1"), ["judge_p1", END])
-        graph.add_conditional_edges("judge_p1", after("execute"), ["execute", END])
-    else:
-        graph.add_conditional_edges("plan", after(after_p0), ["execute", "critique", END])
-        graph.add_conditional_edges("revise", after("execute"), ["execute", END])
-    graph.add_conditional_edges("critique", after("revise"), ["revise", END])
-    graph.add_conditional_edges("execute", after("score"), ["score", END])
+    for source, targets in _TARGETS.items():
+        graph.add_conditional_edges(source, _route(source), [*targets, END])
     graph.add_edge("score", END)
     return graph.compile()

@@ -15,8 +15,8 @@ from typing import Callable
 
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy
 from envs.base import Environment
-from runtime.graph import EpisodeContext, EpisodeState, PlannerFactory, build_graph
-from runtime.models import Meter, ModelLayer
+from runtime.graph import EpisodeContext, EpisodeState, PlannerFactory, episode_graph
+from runtime.llm.layer import Meter, ModelLayer
 from runtime.records import EpisodeKey, EpisodeRecord, StageError
 from runtime.store import RunStore
 
@@ -27,7 +27,9 @@ def trial_seed(seed: int, trial: int) -> int:
 
 
 @dataclass
-class RunPlan:
+class EpisodeMatrix:
+    """Every episode of a run — task × trial × mode (× strategy) — with what they share."""
+
     run_id: str
     env: Environment
     domain: str
@@ -60,23 +62,23 @@ class RunPlan:
         ]
 
 
-def run_episode(plan: RunPlan, key: EpisodeKey) -> EpisodeRecord:
+def run_episode(matrix: EpisodeMatrix, key: EpisodeKey) -> EpisodeRecord:
     started = _now()
     meter = Meter()
-    seed = trial_seed(plan.seed, key.trial)
-    ctx = EpisodeContext(key=key, seed=seed, env=plan.env, layer=plan.layer, store=plan.store,
-                         planner_name=plan.planner_name, make_planner=plan.make_planner,
-                         meter=meter, max_steps=plan.max_steps,
+    seed = trial_seed(matrix.seed, key.trial)
+    ctx = EpisodeContext(key=key, seed=seed, env=matrix.env, layer=matrix.layer, store=matrix.store,
+                         planner_name=matrix.planner_name, make_planner=matrix.make_planner,
+                         meter=meter, max_steps=matrix.max_steps,
                          strategy=STRATEGIES[key.strategy or DEFAULT_STRATEGY],
-                         judge=plan.judge and key.mode != "direct")
+                         judge=matrix.judge and key.mode != "direct")
     try:
-        state: EpisodeState = build_graph(ctx).invoke({}, {"recursion_limit": 50})
+        state: EpisodeState = episode_graph().invoke({}, {"recursion_limit": 50}, context=ctx)
     except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised
         state = {"error": StageError(stage="graph", type=type(exc).__name__, message=str(exc)[:2000])}
-    return _record(plan, key, seed, state, meter, started)
+    return _record(matrix, key, seed, state, meter, started)
 
 
-def _record(plan: RunPlan, key: EpisodeKey, seed: int, state: EpisodeState, meter: Meter,
+def _record(matrix: EpisodeMatrix, key: EpisodeKey, seed: int, state: EpisodeState, meter: Meter,
             started: str) -> EpisodeRecord:
     view = state.get("view")
     critic = state.get("critic")
@@ -84,7 +86,7 @@ def _record(plan: RunPlan, key: EpisodeKey, seed: int, state: EpisodeState, mete
     score = state.get("score")
     error = state.get("error")
     return EpisodeRecord(
-        run_id=plan.run_id,
+        run_id=matrix.run_id,
         key=key,
         record_id=key.id(),
         status="error" if error else "ok",
@@ -112,33 +114,33 @@ def _record(plan: RunPlan, key: EpisodeKey, seed: int, state: EpisodeState, mete
     )
 
 
-def pending(plan: RunPlan) -> list[EpisodeKey]:
+def pending(matrix: EpisodeMatrix) -> list[EpisodeKey]:
     done = {}
-    for record in plan.store.records():
+    for record in matrix.store.records():
         done[record.record_id] = record.status
     return [
-        k for k in plan.keys
-        if k.id() not in done or (plan.retry_errors and done[k.id()] == "error")
+        k for k in matrix.keys
+        if k.id() not in done or (matrix.retry_errors and done[k.id()] == "error")
     ]
 
 
-def run(plan: RunPlan, on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
+def run(matrix: EpisodeMatrix, on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
     """Run every pending episode; returns the records written by this call."""
-    todo = pending(plan)
+    todo = pending(matrix)
     written: list[EpisodeRecord] = []
-    pool = ThreadPoolExecutor(max_workers=max(1, plan.concurrency), thread_name_prefix="episode")
+    pool = ThreadPoolExecutor(max_workers=max(1, matrix.concurrency), thread_name_prefix="episode")
     futures: dict[Future, EpisodeKey] = {}
     queue = list(todo)
     try:
         while queue or futures:
-            while queue and len(futures) < plan.concurrency:
+            while queue and len(futures) < matrix.concurrency:
                 key = queue.pop(0)
-                futures[pool.submit(run_episode, plan, key)] = key
+                futures[pool.submit(run_episode, matrix, key)] = key
             done, _ = wait(list(futures), return_when=FIRST_COMPLETED)
             for future in done:
                 futures.pop(future)
                 record = future.result()
-                plan.store.append(record)
+                matrix.store.append(record)
                 written.append(record)
                 on_done(record)
     except BaseException:

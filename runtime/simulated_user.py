@@ -7,7 +7,7 @@ role); the runtime only supplies the model call, so caching, retries and cost st
 from __future__ import annotations
 
 from envs.base import ChatMessage, ToolSchema
-from planners.chat import ChatModel
+from evrcore.chat import ChatModel
 
 
 class SimulatedUser:

@@ -21,13 +21,16 @@ from rich.console import Console
 from rich.table import Table
 
 from runtime import config as cfg
-from runtime.config import RunConfig, UsageError
+from runtime.build import build_run, quiet_loguru
+from runtime.cli import execute, guarded
+from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
+from runtime.store import write_json_atomic
 
 
 class EnvironmentCell(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    env: Literal["tau2", "toolsandbox"]
+    env: Literal[ENV_NAMES]  # type: ignore[valid-type]
     domains: list[str] = Field(min_length=1)
     split: str | None = None
     tasks: int = Field(ge=1, description="Tasks drawn from the pooled domains by the seed.")
@@ -43,27 +46,14 @@ class Published(BaseModel):
     unit: str = ""
 
 
-class Table3Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Table3Config(RunSettings):
+    """The matrix: the shared run settings, plus tested models × environments × modes."""
 
     name: str = "table3"
     out: Path = Path("runs/table3")
-    seed: int = 0
-    trials: int = Field(default=1, ge=1)
     modes: list[Literal["direct", "plan-first", "refine"]] = Field(
         default_factory=lambda: ["direct", "plan-first", "refine"], min_length=1)
-    strategy: str = "anti-leak"
     models: list[str] = Field(min_length=1)
-    critic_model: str | None = None
-    judge_model: str | None = None
-    user_model: str | None = None
-    api_base: str | None = None
-    concurrency: int = Field(default=4, ge=1, le=256)
-    max_steps: int | None = Field(default=None, ge=2)
-    no_judge: bool = False
-    sandbox: Literal["inproc", "auto", "docker"] = Field(
-        default="inproc", description="Where the env servers run (see runtime.validate --sandbox).")
-    cache_dir: Path | None = None
     environments: list[EnvironmentCell] = Field(min_length=1)
     published: dict[str, Published] = Field(default_factory=dict)
 
@@ -97,8 +87,6 @@ def draw_sample(config: Table3Config, out: Path) -> dict[str, dict[str, list[str
         drawn = set(rng.sample(pool, min(cell.tasks, len(pool))))
         sample[cell.env] = {d: [t for dd, t in pool if dd == d and (dd, t) in drawn]
                             for d in cell.domains}
-    from runtime.store import write_json_atomic
-
     write_json_atomic(path, {"seed": config.seed, "sample": sample})
     return sample
 
@@ -111,13 +99,9 @@ def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) 
                 if not ids:
                     continue
                 runs.append(RunConfig(
-                    env=cell.env, mode="all", domain=domain, task_ids=ids, trials=config.trials,
-                    seed=config.seed, model=model, critic_model=config.critic_model,
-                    judge_model=config.judge_model, user_model=config.user_model,
-                    api_base=config.api_base, concurrency=config.concurrency,
-                    max_steps=cell.max_steps or config.max_steps, out=config.out,
-                    run_id=config.name, cache_dir=config.cache_dir, strategy=config.strategy,
-                    no_judge=config.no_judge, sandbox=config.sandbox,
+                    **{**config.shared(), "max_steps": cell.max_steps or config.max_steps},
+                    env=cell.env, mode="all", domain=domain, task_ids=ids, model=model,
+                    out=config.out, run_id=config.name,
                 ))
     return runs
 
@@ -197,39 +181,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the matrix and cost; call no model")
     args = parser.parse_args(argv)
     console = Console()
-    from runtime.validate import _quiet_loguru
+    quiet_loguru()
 
-    _quiet_loguru()
-    try:
+    def body() -> int:
         config = load_config(args.config)
         if args.out:
             config = config.model_copy(update={"out": args.out})
-        sample = draw_sample(config, config.out) if not args.dry_run else _sample_preview(config)
         if args.dry_run:
-            dry_run(config, sample, console)
+            dry_run(config, _sample_preview(config), console)
             return 0
-        from runtime import validate
+        sample = draw_sample(config, config.out)
+        runs = [build_run(c, console.print, modes=list(config.modes)) for c in cell_configs(config, sample)]
+        write_json_atomic(config.out / "table3.json", json.loads(config.model_dump_json()))
 
-        plans = [validate.build_plan(c, console, modes=list(config.modes), strategies=[config.strategy])
-                 for c in cell_configs(config, sample)]
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    from runtime.store import write_json_atomic
+        def finish() -> int:
+            from runtime.reports import report
 
-    write_json_atomic(config.out / "table3.json", json.loads(config.model_dump_json()))
-    try:
-        for plan, *_ in plans:
-            validate.run_with_progress(plan, console)
-    except KeyboardInterrupt:
-        print("interrupted: finished records are saved; run the same command again to resume",
-              file=sys.stderr)
-        return 130
-    from runtime import report
+            written = report.build(config.out)
+            console.print(f"report: {written['markdown']}")
+            return 0
 
-    written = report.build(config.out)
-    console.print(f"report: {written['markdown']}")
-    return 0
+        return execute(runs, console, finish)
+
+    return guarded(body)
 
 
 def _sample_preview(config: Table3Config) -> dict[str, dict[str, list[str]]]:

@@ -156,7 +156,7 @@ passed "engine tests"
 run() {  # run <out> [run_scripted options --] [validate options]
     local out=$1; shift
     rm -rf "$out"
-    "$PY" -m runtime.testing.run_scripted "$@" --out "$out" --no-cache >"$out.log" 2>&1
+    "$PY" -m testkit.run_scripted "$@" --out "$out" --no-cache >"$out.log" 2>&1
 }
 TASKS=1,2,3
 say "τ²-bench airline tasks $TASKS, all three modes: in process"
@@ -214,7 +214,7 @@ def start(out, *extra):
     out = work / out
     subprocess.run(["rm", "-rf", str(out)], check=True)
     log = open(f"{out}.log", "w")
-    argv = [sys.executable, "-m", "runtime.testing.run_scripted", "--latency", "0.7", "--",
+    argv = [sys.executable, "-m", "testkit.run_scripted", "--latency", "0.7", "--",
             "--env", "tau2", "--domain", "airline", "--mode", "direct", "--task-ids", "1,2,3,4",
             "--concurrency", "1", "--model", "scripted/roles", "--sandbox", "docker",
             "--out", str(out), "--no-cache", *extra]
@@ -269,7 +269,7 @@ passed "killed container → errored episode, run continued, nothing left; Ctrl-
 
 # ---- 7. the runtime image ----------------------------------------------------------------------
 say "runtime image $RUNTIME_TAG: one scripted τ² episode, no network"
-docker run --rm --network none --entrypoint python "$RUNTIME_TAG" -m runtime.testing.run_scripted -- \
+docker run --rm --network none --entrypoint python "$RUNTIME_TAG" -m testkit.run_scripted -- \
     --env tau2 --domain airline --mode direct --task-ids 1 --model scripted/roles --out /tmp/run \
     --no-cache >"$WORK/runtime-image.log" 2>&1 || fail "the runtime image did not run (see $WORK/runtime-image.log)"
 grep -q "1.000" "$WORK/runtime-image.log" || fail "the runtime image's episode did not score 1.0 ($WORK/runtime-image.log)"

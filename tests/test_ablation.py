@@ -11,11 +11,11 @@ import pytest
 from critique.judge import PlanJudge
 from envs.base import Supervision, TaskView
 from envs.tau2 import Tau2Environment
-from planners.chat import ChatReply
-from planners.plan import Plan
+from evrcore.chat import ChatReply
+from evrcore.plan import Plan
 from runtime import ablate
-from runtime.models import ModelLayer
-from runtime.testing.plan_follower import PlanFollowingRoles, suitable_tasks
+from runtime.llm.layer import ModelLayer
+from testkit.plan_follower import PlanFollowingRoles, suitable_tasks
 from tests.conftest import read_records
 
 

@@ -7,12 +7,12 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from critique.critic import AntiLeakCritic, CriticError
-from critique.schema import Critique
+from critique.critic import anti_leak_critic, CriticError
+from evrcore.critique import Critique
 from envs.base import Supervision, TaskView
-from planners.chat import ChatReply
+from evrcore.chat import ChatReply
 from planners.llm import LLMPlanner, PlanParseError
-from planners.plan import Plan
+from evrcore.plan import Plan
 
 FLAGS = {f"E{i}": False for i in range(1, 7)}
 VIEW = TaskView(env="tau2", domain="d", task_id="t", policy="p", opening_request="help",
@@ -47,14 +47,14 @@ def test_critique_schema_is_closed():
 def test_critic_retries_malformed_output_then_succeeds():
     good = json.dumps({"grade": 0.8, "errors": {**FLAGS, "E5": True}, "rationale": "wrong tool"})
     model = Replies("no json", json.dumps({"grade": 3}), good)
-    result = AntiLeakCritic(model).critique(VIEW, Supervision(task_id="t"), Plan(plan="x"))
+    result = anti_leak_critic(model).critique(VIEW, Supervision(task_id="t"), Plan(plan="x"))
     assert result.critique.errors.E5 and result.attempts == 3
     assert "required format" in model.requests[-1][-1]["content"]
 
 
 def test_critic_gives_up_after_its_attempts():
     with pytest.raises(CriticError, match="3 malformed"):
-        AntiLeakCritic(Replies("a", "b", "c")).critique(VIEW, Supervision(task_id="t"), Plan(plan="x"))
+        anti_leak_critic(Replies("a", "b", "c")).critique(VIEW, Supervision(task_id="t"), Plan(plan="x"))
 
 
 def test_apb_plan_round_trip_and_unknown_tools_are_flagged_not_dropped():

@@ -177,7 +177,7 @@ def test_toolsandbox_falls_back_to_its_venv_launcher(no_engine):
 
 def test_demanded_docker_without_an_engine_exits_2_with_one_line(no_engine, tmp_path, capsys):
     from runtime import validate
-    from runtime.testing.scripted import register_script, text
+    from testkit.scripted import register_script, text
 
     model = register_script("docker-none", lambda request, context: text("hi"))
     code = validate.main(["--env", "tau2", "--sandbox", "docker", "--model", model,

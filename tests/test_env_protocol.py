@@ -307,9 +307,9 @@ def test_remote_environment_implements_the_environment_protocol():
 
 def _run(tmp_path, task_ids, reply_timeout=30.0):
     from runtime import runner
-    from runtime.models import ModelLayer, ModelSpec
+    from runtime.llm.layer import ModelLayer, ModelSpec
     from runtime.store import RunStore
-    from runtime.testing.scripted import register_script, text
+    from testkit.scripted import register_script, text
 
     def script(request, context):
         return text("please ping" if context.get("purpose") == "user" else "done")
@@ -317,7 +317,7 @@ def _run(tmp_path, task_ids, reply_timeout=30.0):
     spec = ModelSpec(model=register_script("fake-env-roles", script))
     layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
     pool = ServerPool(fake_command(), max_size=2, start_timeout=60, reply_timeout=reply_timeout)
-    plan = runner.RunPlan(
+    plan = runner.EpisodeMatrix(
         run_id="fake", env=RemoteEnvironment("fake", pool), domain="default", task_ids=task_ids,
         modes=["direct"], trials=1, seed=0, layer=layer, store=RunStore(tmp_path / "run"),
         planner_name="none", make_planner=lambda m: None, concurrency=2,
@@ -347,9 +347,9 @@ def test_tau2_served_over_the_protocol_scores_like_in_process(tmp_path):
     replayed by the τ² gold script, scores exactly what it scores in-process."""
     from envs.tau2 import Tau2Environment
     from runtime import runner
-    from runtime.models import ModelLayer, ModelSpec
+    from runtime.llm.layer import ModelLayer, ModelSpec
     from runtime.store import RunStore
-    from runtime.testing.gold import GoldReplay
+    from testkit.gold import GoldReplay
 
     cmd = ServerCommand(name="tau2", argv=[sys.executable, "-m", "envs.protocol", "envs.tau2:Tau2Environment"])
     remote = RemoteEnvironment("tau2", ServerPool(cmd, max_size=2, start_timeout=120, reply_timeout=120))
@@ -358,7 +358,7 @@ def test_tau2_served_over_the_protocol_scores_like_in_process(tmp_path):
         assert remote.load("airline", ids[0]) == Tau2Environment().load("airline", ids[0])
         spec = ModelSpec(model=GoldReplay().model_name("gold-over-protocol"))
         layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
-        plan = runner.RunPlan(
+        plan = runner.EpisodeMatrix(
             run_id="tau2-remote", env=remote, domain="airline", task_ids=ids, modes=["direct"], trials=1,
             seed=0, layer=layer, store=RunStore(tmp_path / "run"), planner_name="none",
             make_planner=lambda m: None, concurrency=2,

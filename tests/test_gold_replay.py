@@ -9,9 +9,9 @@ from envs.base import TaskSelection
 from envs.tau2 import Tau2Environment
 from envs.tau2 import tasks as tau2_tasks
 from runtime import runner
-from runtime.models import ModelLayer, ModelSpec
+from runtime.llm.layer import ModelLayer, ModelSpec
 from runtime.store import RunStore
-from runtime.testing.gold import GoldReplay, last_state_changing_write
+from testkit.gold import GoldReplay, last_state_changing_write
 
 DOMAINS = ("airline", "retail", "telecom")
 
@@ -39,7 +39,7 @@ def _replay(tmp_path, domain: str, task_ids: list[str], gold: GoldReplay, name: 
     model = gold.model_name(name)
     spec = ModelSpec(model=model)
     layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
-    plan = runner.RunPlan(
+    plan = runner.EpisodeMatrix(
         run_id=name, env=Tau2Environment(), domain=domain, task_ids=task_ids, modes=["direct"],
         trials=1, seed=0, layer=layer, store=RunStore(tmp_path / name), planner_name="none",
         make_planner=lambda m: None, concurrency=2,

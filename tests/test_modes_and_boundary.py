@@ -9,9 +9,9 @@ import pytest
 
 from envs.tau2 import Tau2Environment
 from runtime import validate as cli
-from runtime.models import ModelLayer
-from runtime.testing.roles import DEFAULT_CRITIQUE, ScriptedRoles
-from runtime.testing.scripted import text
+from runtime.llm.layer import ModelLayer
+from testkit.roles import DEFAULT_CRITIQUE, ScriptedRoles
+from testkit.scripted import text
 
 TASKS = "1,4,7"  # airline tasks whose reference holds IDs, dates and amounts
 

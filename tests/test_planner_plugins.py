@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from planners.registry import PlannerLoadError, load
-from runtime.testing.conformance import assert_planner_conforms, check_planner
+from testkit.conformance import assert_planner_conforms, check_planner
 from tests.conftest import read_records
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rule_planner"
@@ -30,7 +30,7 @@ def installed_example(tmp_path_factory):
 
 def _run(env, out: Path, planner: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "runtime.testing.run_scripted", "--", "--env", "tau2", "--domain",
+        [sys.executable, "-m", "testkit.run_scripted", "--", "--env", "tau2", "--domain",
          "airline", "--mode", "all", "--task-ids", "1", "--model", "scripted/roles", "--planner",
          planner, "--out", str(out), "--no-cache"], capture_output=True, text=True, env=env, timeout=300)
 

@@ -18,7 +18,7 @@ ROLES = "scripted/roles"
 
 
 def _scripted_cli(out: Path, *extra: str, latency: float = 0.0) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "runtime.testing.run_scripted", "--latency", str(latency), "--",
+    cmd = [sys.executable, "-m", "testkit.run_scripted", "--latency", str(latency), "--",
            "--env", "tau2", "--domain", "airline", "--mode", "all", "--model", ROLES,
            "--out", str(out), "--no-cache", *extra]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -101,7 +101,7 @@ def test_config_file_sets_options_and_cli_overrides(tmp_path):
     out = tmp_path / "run"
     config.write_text(f"env: tau2\ndomain: airline\nmode: refine\ntask_ids: [1]\nmodel: {ROLES}\n"
                       f"out: {out}\nno_cache: true\n")
-    proc = subprocess.run([sys.executable, "-m", "runtime.testing.run_scripted", "--",
+    proc = subprocess.run([sys.executable, "-m", "testkit.run_scripted", "--",
                            "--config", str(config), "--mode", "direct"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -113,7 +113,7 @@ def test_api_keys_are_never_written(tmp_path):
     secret = "sk-test-SECRET-must-not-leak-4242"
     out = tmp_path / "run"
     env = {**os.environ, "OPENAI_API_KEY": secret, "ANTHROPIC_API_KEY": secret}
-    proc = subprocess.run([sys.executable, "-m", "runtime.testing.run_scripted", "--",
+    proc = subprocess.run([sys.executable, "-m", "testkit.run_scripted", "--",
                            "--env", "tau2", "--domain", "airline", "--mode", "refine", "--task-ids",
                            "1", "--model", ROLES, "--out", str(out),
                            "--cache-dir", str(tmp_path / "cache")],

@@ -7,7 +7,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from runtime.stats import paired_delta, pass_hat_k
+from runtime.reports.stats import paired_delta, pass_hat_k
 
 
 def test_known_effect_is_recovered_and_excludes_zero():

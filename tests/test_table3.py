@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from runtime import table3
-from runtime.report import build
+from runtime.reports.report import build
 from tests.test_resume_and_cli import read_records_tolerant
 
 CONFIG = """
@@ -72,7 +72,7 @@ def test_the_real_table3_config_is_valid_and_dry_runs(capsys):
 
 
 def _run(config: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "runtime.testing.run_scripted", "--latency", "0.02",
+    return subprocess.Popen([sys.executable, "-m", "testkit.run_scripted", "--latency", "0.02",
                              "--command", "table3", "--", "--config", str(config)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -25,7 +25,7 @@ import pytest
 
 from envs.base import UnknownTaskError
 from envs.toolsandbox import convert
-from runtime import categories
+from runtime.reports import categories
 
 # ---- conversion, without ToolSandbox -----------------------------------------------------------
 
@@ -239,7 +239,7 @@ def test_without_setup_the_environment_says_how_to_set_it_up(tmp_path, monkeypat
         get_environment("toolsandbox")
     status = _envs_cli("status", home=tmp_path / "home")
     assert status.returncode == 2 and "not set up" in status.stderr
-    from runtime.testing.scripted import register_script, text
+    from testkit.scripted import register_script, text
 
     model = register_script("ts-unset", lambda request, context: text("hi"))
     code, records = validate("--env", "toolsandbox", "--model", model, "--tasks", "1")
@@ -297,14 +297,14 @@ def _name_maps(env, task_ids):
 
 def _replay(tmp_path, env, task_ids, *, wrong=False, name="ts-gold"):
     from runtime import runner
-    from runtime.models import ModelLayer, ModelSpec
+    from runtime.llm.layer import ModelLayer, ModelSpec
     from runtime.store import RunStore
-    from runtime.testing.toolsandbox_gold import ToolSandboxGold
+    from testkit.toolsandbox_gold import ToolSandboxGold
 
     gold = ToolSandboxGold(_name_maps(env, task_ids), wrong=wrong)
     spec = ModelSpec(model=gold.model_name(name))
     layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
-    plan = runner.RunPlan(run_id=name, env=env, domain="default", task_ids=task_ids, modes=["direct"],
+    plan = runner.EpisodeMatrix(run_id=name, env=env, domain="default", task_ids=task_ids, modes=["direct"],
                           trials=1, seed=0, layer=layer, store=RunStore(tmp_path / name), planner_name="none",
                           make_planner=lambda m: None, concurrency=3)
     records = runner.run(plan)
@@ -315,7 +315,7 @@ def _replay(tmp_path, env, task_ids, *, wrong=False, name="ts-gold"):
 
 @pytest.fixture(scope="module")
 def gold_records(ts_env, tmp_path_factory):
-    from runtime.testing.toolsandbox_gold import GOLD
+    from testkit.toolsandbox_gold import GOLD
 
     return _replay(tmp_path_factory.mktemp("gold"), ts_env, list(GOLD) + VARIANTS)
 
@@ -361,7 +361,7 @@ def test_reference_sequences_score_one_across_categories(gold_records):
 
 
 def test_wrong_sequences_score_lower_and_invented_information_scores_zero(ts_env, tmp_path):
-    from runtime.testing.toolsandbox_gold import WRONG
+    from testkit.toolsandbox_gold import WRONG
 
     records = _replay(tmp_path, ts_env, list(WRONG), wrong=True, name="ts-wrong")
     for task in ("cellular_off", "remove_contact_by_phone", "send_message_with_contact_content_cellular_off"):
@@ -446,8 +446,8 @@ def test_a_killed_real_server_is_reported_not_hung(ts_python):
 
 
 def test_cli_refine_runs_toolsandbox_with_scripted_models(ts_env, validate, tmp_path, monkeypatch):
-    from runtime.testing.roles import ScriptedRoles
-    from runtime.testing.toolsandbox_gold import ToolSandboxGold
+    from testkit.roles import ScriptedRoles
+    from testkit.toolsandbox_gold import ToolSandboxGold
 
     tasks = ["cellular_off", "remove_contact_by_phone_multiple_user_turn_3_distraction_tools_tool_name_scrambled"]
     gold = ToolSandboxGold(_name_maps(ts_env, tasks))

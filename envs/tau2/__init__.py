@@ -56,5 +56,11 @@ class Tau2Environment:
         )
         return episode.score(domain, task, trajectory)
 
+    def capture_logs(self, folder) -> None:
+        """Nothing to capture: τ²-bench runs in this interpreter (its log goes to run.log)."""
+
+    def close(self) -> None:
+        """Nothing to release: the parsed DBs stay cached for the process."""
+
 
 __all__ = ["Tau2Environment"]

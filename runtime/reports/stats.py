@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from math import comb
 
 import numpy as np
+import pandas as pd
 from scipy.stats import binomtest
 
 
@@ -53,3 +54,20 @@ def pass_hat_k(successes: int, trials: int, k: int) -> float:
     if not 1 <= k <= trials:
         raise ValueError(f"k must be in 1..{trials}, got {k}")
     return comb(successes, k) / comb(trials, k)
+
+
+TASK = ["domain", "task_id"]
+"""The unit Δ is paired on. Trials of one task are not independent, so they are averaged within
+the task first and the tasks are the resampled units."""
+
+
+def task_delta(treatment: pd.DataFrame, control: pd.DataFrame, **kwargs) -> PairedDelta | None:
+    """Δ = treatment − control, the one definition every table uses: each arm's scored episodes
+    (columns ``domain``, ``task_id``, ``score``) averaged over trials within a task, paired over
+    the tasks present in both arms. ``None`` when no task is in both."""
+    t = treatment.groupby(TASK)["score"].mean()
+    c = control.groupby(TASK)["score"].mean()
+    units = t.index.intersection(c.index)
+    if not len(units):
+        return None
+    return paired_delta(t.loc[units].to_numpy(), c.loc[units].to_numpy(), **kwargs)

@@ -2,7 +2,7 @@
 
 They go through the very same path as a real model (model layer → litellm → provider), so a
 test that uses them exercises retries, accounting, request capture and message conversion.
-The script learns who is calling (purpose, task, trial) from ``runtime.models.CALL_CONTEXT``,
+The script learns who is calling (purpose, task, trial) from ``runtime.llm.layer.CALL_CONTEXT``,
 an in-process context that is never sent to any provider.
 """
 
@@ -18,7 +18,7 @@ import litellm
 from litellm.llms.custom_llm import CustomLLM
 from litellm.types.utils import ModelResponse
 
-from runtime.models import CALL_CONTEXT
+from runtime.llm.layer import CALL_CONTEXT
 
 Script = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 """(request, context) → reply ``{"content": str | None, "tool_calls": [...]}``. The request holds
@@ -87,6 +87,11 @@ class _ScriptedProvider(CustomLLM):
 
 
 _PROVIDER = _ScriptedProvider()
+
+
+def set_latency(seconds: float) -> None:
+    """Add ``seconds`` to every scripted reply (benchmarks: a model that takes time)."""
+    _PROVIDER.latency_s = seconds
 
 
 def _install() -> None:

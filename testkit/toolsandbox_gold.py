@@ -14,7 +14,7 @@ the agent-facing (possibly scrambled) names of the task being played.
 Both roles are stateless: the agent's step is the number of assistant messages so far, the
 user's line the number of its own turns since its (last) system prompt.
 
-    python -m runtime.testing.toolsandbox_gold --mode refine --tasks cellular_off,wifi_off
+    python -m testkit.toolsandbox_gold --mode refine --tasks cellular_off,wifi_off
 runs ``python -m runtime.validate --env toolsandbox`` with this script as every model.
 """
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 from envs.toolsandbox import convert
-from runtime.testing.scripted import register_script, text, tool_call
+from testkit.scripted import register_script, text, tool_call
 
 FREDRIK = "9e137f06-916a-5310-8174-cf0b7e9f7054"
 JOHN = "a22e1984-6c6c-530c-8831-c3ea3b5138e7"
@@ -173,7 +173,7 @@ END = "end_conversation"
 
 
 class ToolSandboxGold:
-    """Callable as a ``runtime.testing.scripted`` script (purposes ``executor`` and ``user``).
+    """Callable as a ``testkit.scripted`` script (purposes ``executor`` and ``user``).
 
     ``name_map(task_id)`` gives the task's agent-facing → execution-facing tool names (from
     ``ToolSandboxEnvironment.task_info``); ``wrong=True`` plays :data:`WRONG` instead.
@@ -240,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m runtime.validate --env toolsandbox`` with this script as every model."""
     from envs.toolsandbox import ToolSandboxEnvironment
     from runtime import validate
-    from runtime.testing.roles import ScriptedRoles
+    from testkit.roles import ScriptedRoles
 
     env = ToolSandboxEnvironment(max_servers=1)
     gold = ToolSandboxGold(lambda task_id: env.task_info("default", task_id)["tool_name_map"],

@@ -1,6 +1,6 @@
 """A conformance kit for planner plug-ins, to run in a planner developer's own test suite:
 
-    from runtime.testing.conformance import assert_planner_conforms
+    from testkit.conformance import assert_planner_conforms
     def test_my_planner():
         assert_planner_conforms("mypkg.planning:MyPlanner")
 
@@ -16,11 +16,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from critique.schema import Critique, ErrorFlags, FreeCritique
+from evrcore.critique import Critique, ErrorFlags, FreeCritique
 from envs.base import TaskView
 from planners import registry
-from planners.chat import ChatReply
-from planners.plan import Plan
+from evrcore.chat import ChatReply
+from evrcore.plan import Plan
 
 DEFAULT_DOMAINS = ("airline", "retail", "telecom", "mock")
 _APB = {"plan": "Look up the records, confirm with the user, then act.",

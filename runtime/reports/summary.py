@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
-from runtime import categories
+from runtime.reports import categories
 from runtime.records import MODES, EpisodeRecord
 
 
@@ -77,7 +77,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "cost_usd": float(part["cost_usd"].sum()),
                 "guard_fired": int(part["guard_fired"].sum()),
             }
-    result: dict[str, Any] = {"n_records": int(len(df)), "by_mode": by_arm}
+    result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
     by_cat = categories.by_category(records, group=lambda r: arm(r.key.mode, r.key.strategy))
     if by_cat:  # ToolSandbox: per-category similarity and turns, aggregated as ToolSandbox does
         result["by_category"] = by_cat
@@ -93,7 +93,7 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
     for col in ("mode", "mean score", "n", "errors", "judge CR p0 → p1", "guard fired", "tokens",
                 "cost (USD)"):
         table.add_column(col, justify="left" if col == "mode" else "right")
-    for mode, row in summary["by_mode"].items():
+    for mode, row in summary["by_arm"].items():
         judge = "–"
         if row["judge_p0_correct"] is not None:
             judge = _fmt(row["judge_p0_correct"], 2)

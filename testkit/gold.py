@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs.tau2 import tasks as tau2_tasks
-from runtime.testing.scripted import register_script, text, tool_call
+from testkit.scripted import register_script, text, tool_call
 
 STOP = "###STOP###"
 HANDOFF = "Please do the next step on your device and tell me when it is done."
@@ -45,7 +45,7 @@ class GoldReplay:
         task = tau2_tasks.task(context["domain"], context["task_id"])
         purpose = context.get("purpose")
         if purpose == "user" and _is_opening(request):
-            return text(_opening_words(task))
+            return text(opening_words(task))
         episode = (context["domain"], context["task_id"], context.get("trial"), context.get("mode"))
         with self._lock:
             if purpose == "executor" and _is_first_agent_turn(request):
@@ -160,7 +160,7 @@ def _is_first_agent_turn(request: dict[str, Any]) -> bool:
     )
 
 
-def _opening_words(task: Any) -> str:
+def opening_words(task: Any) -> str:
     instructions = task.user_scenario.instructions
     reason = getattr(instructions, "reason_for_call", None) or str(instructions)
     return f"Hi, I need help. {reason}".strip()

@@ -28,9 +28,9 @@ from typing import Any
 
 from envs.base import TaskSelection
 from envs.tau2 import tasks as tau2_tasks
-from runtime.testing.gold import _opening_words, last_state_changing_write
-from runtime.testing.roles import JUDGE_P0
-from runtime.testing.scripted import register_script, text, tool_call
+from testkit.gold import opening_words, last_state_changing_write
+from testkit.roles import JUDGE_P0
+from testkit.scripted import register_script, text, tool_call
 
 _STEP = re.compile(r"^\d+\. (\S+) — parameters: (\{.*?\})(?: — why: .*)?$", re.M)
 _REVEALED = re.compile(r"REFERENCE_ACTIONS=(\[.*\])$", re.M)
@@ -94,7 +94,7 @@ class PlanFollowingRoles:
             return self._execute(request, skip_last)
         if purpose == "user":
             convo = [m for m in request["messages"] if m.get("role") != "system"]
-            return text(_opening_words(task) if len(convo) == 1 else "###STOP###")
+            return text(opening_words(task) if len(convo) == 1 else "###STOP###")
         raise ValueError(f"no script for purpose {purpose!r}")
 
     @staticmethod

@@ -31,7 +31,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
-from planners.chat import ChatReply  # noqa: E402
+from evrcore.chat import ChatReply  # noqa: E402
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True

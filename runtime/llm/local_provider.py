@@ -47,8 +47,8 @@ from litellm.llms.custom_llm import CustomLLMError
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from runtime.embedded_weights import EMBEDDED_MODEL_NAME, EmbeddedWeightsError, embedded_weights_path
-from runtime.json_grammar import GrammarBuilder, gbnf_literal, json_schema_to_gbnf
+from runtime.llm.embedded_weights import EMBEDDED_MODEL_NAME, EmbeddedWeightsError, embedded_weights_path
+from runtime.llm.json_grammar import GrammarBuilder, gbnf_literal, json_schema_to_gbnf
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLLM", "register", "resolve_model_path"]
 

@@ -1,9 +1,9 @@
-"""``python -m runtime.testing.run_scripted [options] -- <command options>``
+"""``python -m testkit.run_scripted [options] -- <command options>``
 
 A real command (``validate``, ``ablate`` or ``table3``) in a process where scripted roles are
 registered: ``scripted/roles`` (planner, critic and reviser answer fixed JSON; executor and user
 replay τ²'s reference) and ``scripted/plan-follower`` (plan-dependent controls, see
-``runtime.testing.plan_follower``). For tests, control runs and benchmarks that need a separate
+``testkit.plan_follower``). For tests, control runs and benchmarks that need a separate
 process. It proves plumbing, never a model.
 """
 
@@ -13,14 +13,14 @@ import argparse
 import sys
 
 from runtime import validate
-from runtime.testing import scripted
-from runtime.testing.gold import GoldReplay
-from runtime.testing.plan_follower import PlanFollowingRoles
-from runtime.testing.roles import ScriptedRoles
+from testkit import scripted
+from testkit.gold import GoldReplay
+from testkit.plan_follower import PlanFollowingRoles
+from testkit.roles import ScriptedRoles
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runtime.testing.run_scripted")
+    parser = argparse.ArgumentParser(prog="python -m testkit.run_scripted")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every reply")
     parser.add_argument("--sabotage", action="store_true", help="drop the last state-changing write")
     parser.add_argument("--noise", type=float, default=0.0,
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     ScriptedRoles(act=GoldReplay(drop_last_write=args.sabotage)).model_name("roles")
     PlanFollowingRoles(noise=args.noise, wrong_share=args.wrong_share).model_name("plan-follower")
-    scripted._PROVIDER.latency_s = args.latency
+    scripted.set_latency(args.latency)
     if args.command == "ablate":
         from runtime import ablate
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.testing.scripted import Script, register_script, text
+from testkit.scripted import Script, register_script, text
 
 DEFAULT_PLAN = {
     "plan": "Identify the user, look up the records the request is about, check the policy's "
@@ -54,7 +54,7 @@ class ScriptedRoles:
 
     def __post_init__(self) -> None:
         if self.act is None:
-            from runtime.testing.gold import GoldReplay
+            from testkit.gold import GoldReplay
 
             self.act = GoldReplay()
 

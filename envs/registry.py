@@ -1,0 +1,76 @@
+"""The environments this runtime knows, in one table.
+
+Every list of environments elsewhere — the CLI's ``--env`` choices, the config's accepted
+values, the container launcher's image targets and fallbacks, ``python -m runtime.envs setup``
+— is derived from ``ENVIRONMENTS``, so adding a benchmark is one entry here plus its adapter.
+Adapters are named by import path and imported on first use, so each benchmark's dependencies
+stay optional.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+from envs.base import Environment, UnknownTaskError
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    name: str
+    adapter: str
+    """``module:Class`` of the adapter; called with no arguments."""
+    default_domain: str
+    """The domain a run uses when none is given."""
+    launcher: str
+    """Where it runs without containers: ``inproc`` (this interpreter) or ``venv`` (its own)."""
+    container_target: str
+    """The Dockerfile target that builds its env-server image."""
+    embedded_domain: str | None = None
+    """The domain the offline embedded-model default run uses (None: the default domain)."""
+    setup_module: str | None = None
+    """A module with ``setup(source, ...)`` for ``python -m runtime.envs setup`` (None: no setup)."""
+
+    def create(self) -> Environment:
+        module, _, attr = self.adapter.partition(":")
+        factory: Callable[[], Environment] = getattr(importlib.import_module(module), attr)
+        return factory()
+
+
+ENVIRONMENTS: dict[str, EnvSpec] = {
+    "tau2": EnvSpec(name="tau2", adapter="envs.tau2:Tau2Environment", default_domain="airline",
+                    launcher="inproc", container_target="env-tau2", embedded_domain="mock"),
+    "toolsandbox": EnvSpec(name="toolsandbox", adapter="envs.toolsandbox:ToolSandboxEnvironment",
+                           default_domain="default", launcher="venv",
+                           container_target="env-toolsandbox",
+                           setup_module="envs.toolsandbox.setup"),
+}
+
+SANDBOXES = ("inproc", "auto", "docker")
+"""``inproc``: no container; ``docker``: env servers in containers (an error without an engine);
+``auto``: containers when an engine answers, else ``inproc`` with one line saying so."""
+
+
+def names() -> tuple[str, ...]:
+    return tuple(ENVIRONMENTS)
+
+
+def spec(name: str) -> EnvSpec:
+    if name not in ENVIRONMENTS:
+        raise UnknownTaskError(f"unknown env {name!r}; accepted: {', '.join(ENVIRONMENTS)}")
+    return ENVIRONMENTS[name]
+
+
+def get_environment(name: str, sandbox: str = "inproc") -> Environment:
+    """The environment adapter called ``name``, its env servers placed as ``sandbox`` says."""
+    env_spec = spec(name)
+    if sandbox not in SANDBOXES:
+        raise UnknownTaskError(f"unknown sandbox {sandbox!r}; accepted: {', '.join(SANDBOXES)}")
+    if sandbox != "inproc":
+        from envs.docker_launcher import docker_environment
+
+        env = docker_environment(name, demanded=sandbox == "docker")
+        if env is not None:
+            return env
+    return env_spec.create()

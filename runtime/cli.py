@@ -1,0 +1,99 @@
+"""What every command does around its runs: bad input → one line and exit 2; a progress bar;
+Ctrl-C → environments closed (containers removed), a line saying how to resume, exit 130; the
+end-of-run summary. ``validate``, ``ablate`` and ``table3`` share it so they cannot drift.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from runtime import runner
+from runtime.build import Run
+from runtime.config import UsageError
+from runtime.records import EpisodeRecord
+
+EMBEDDED_NOTE = (
+    "The embedded 135M model exists to prove the pipeline offline; expect near-zero rewards. "
+    "Real results need a real model."
+)
+INTERRUPTED = "interrupted: finished records are saved; run the same command again to resume"
+
+
+def guarded(body: Callable[[], int]) -> int:
+    """Run a command's body: a ``UsageError`` becomes ``error: …`` on stderr and exit code 2."""
+    try:
+        return body()
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) -> int:
+    """Run every pending episode of ``runs`` in order, then ``finish()`` (summaries, reports).
+
+    On Ctrl-C the environments are closed at once, so in-flight episodes stop instead of
+    finishing in containers nobody waits for; what finished is already on disk.
+    """
+    try:
+        for run in runs:
+            run_with_progress(run, console)
+        return finish()
+    except KeyboardInterrupt:
+        close_environments(runs)
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
+    finally:
+        close_environments(runs)
+
+
+def close_environments(runs: Sequence[Run]) -> None:
+    for env in {id(r.matrix.env): r.matrix.env for r in runs}.values():
+        try:
+            env.close()
+        except Exception as exc:  # noqa: BLE001 - closing the rest matters more than this one
+            print(f"warning: closing {env.name}: {exc}", file=sys.stderr)
+
+
+def run_with_progress(run: Run, console: Console) -> None:
+    matrix = run.matrix
+    todo = runner.pending(matrix)
+    console.print(f"run {matrix.run_id}: {len(matrix.keys)} episodes ({len(matrix.keys) - len(todo)} "
+                  f"already done) → {matrix.store.root}")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        bar = progress.add_task("episodes", total=len(todo))
+        runner.run(matrix, on_done=lambda record: progress.advance(bar))
+
+
+def finished_records(run: Run) -> list[EpisodeRecord]:
+    """This run's records (a run folder may hold other runs' records too, e.g. table3's cells)."""
+    wanted = {k.id() for k in run.matrix.keys}
+    return [r for r in run.matrix.store.records() if r.record_id in wanted]
+
+
+def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
+    """Write ``summary.json`` for the run and print it; returns the run's records."""
+    from runtime.reports import summary
+
+    records = finished_records(run)
+    matrix, config = run.matrix, run.config
+    result = summary.summarize(records)
+    result.update({"run_id": matrix.run_id, "env": config.env, "domain": matrix.domain,
+                   "models": run.models, "embedded_default": run.embedded})
+    if run.embedded:
+        result["note"] = EMBEDDED_NOTE
+    matrix.store.write_summary(result)
+    summary.print_summary(result, console, title=f"{config.env}/{matrix.domain} — {run.specs['model'].model}")
+    if run.embedded:
+        console.print(f"[yellow]{EMBEDDED_NOTE}[/]")
+    errors = [r for r in records if r.status == "error"]
+    if errors:
+        first = errors[0].error
+        console.print(f"{len(errors)} episode(s) errored; first: {first.stage}: {first.type}: "
+                      f"{first.message[:200]} (see records.jsonl)")
+    console.print(f"records: {matrix.store.records_path}  summary: {run.out / 'summary.json'}")
+    return records

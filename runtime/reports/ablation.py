@@ -1,0 +1,70 @@
+"""The ablation table: each critique strategy's Refine against Plan-first from the same p0, with
+the plan judge's view of p0 → p1. ``leaky`` is the positive control, labelled an upper bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from critique.strategies import STRATEGIES
+from runtime.reports.stats import task_delta
+
+
+def ablation_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per strategy, compared with Plan-first by ``task_delta`` (the report's Δ)."""
+    ok = df[df["status"] == "ok"]
+    base = ok[ok["mode"] == "plan-first"]
+    rows = []
+    for name, strategy in STRATEGIES.items():
+        part = df[(df["mode"] == "refine") & (df["strategy"] == name)]
+        if part.empty:
+            continue
+        scored = part[part["status"] == "ok"]
+        row = {"strategy": strategy.label, "n": len(part), "errors": int((part["status"] == "error").sum()),
+               "score": scored["score"].mean() if len(scored) else None,
+               "plan_first": base["score"].mean() if len(base) else None}
+        d = task_delta(scored, base)
+        if d is not None:
+            row.update(delta=d.mean, ci_low=d.low, ci_high=d.high, sign_p=d.sign_p)
+        for plan in ("p0", "p1"):
+            row[f"judge_cr_{plan}"] = _mean(part[f"{plan}_correct"])
+            row[f"judge_grade_{plan}"] = _mean(part[f"{plan}_grade"])
+            for i in range(1, 7):
+                row[f"E{i}_{plan}"] = _mean(part[f"{plan}_E{i}"])
+        row.update(guard_fired=int(part["guard_fired"].sum()),
+                   tokens_per_episode=float(part["tokens"].mean()),
+                   cost_usd=float(part["cost_usd"].sum()))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _mean(series: pd.Series) -> float | None:
+    values = series.dropna().astype(float)
+    return float(values.mean()) if len(values) else None
+
+
+def write_table(table: pd.DataFrame, out: Path) -> None:
+    table.to_csv(out / "ablation.csv", index=False)
+    lines = [
+        "| strategy | n | score | Δ vs plan-first [95% CI] | sign p | judge CR p0 → p1 | "
+        "judge grade p0 → p1 | E1–E6 rate p1 | guard fired | tokens/ep | cost (USD) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for _, r in table.iterrows():
+        delta = "–" if pd.isna(r.get("delta")) else f"{r['delta']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        sign = "–" if pd.isna(r.get("sign_p")) else f"{r['sign_p']:.3g}"
+        errors = " ".join("–" if pd.isna(r[f"E{i}_p1"]) else f"{r[f'E{i}_p1']:.2f}" for i in range(1, 7))
+        lines.append(
+            f"| {r['strategy']} | {r['n']} | {_f(r['score'])} | {delta} | {sign} | "
+            f"{_f(r['judge_cr_p0'], 2)} → {_f(r['judge_cr_p1'], 2)} | "
+            f"{_f(r['judge_grade_p0'], 2)} → {_f(r['judge_grade_p1'], 2)} | {errors} | "
+            f"{r['guard_fired']} | {r['tokens_per_episode']:.0f} | {r['cost_usd']:.4f} |"
+        )
+    lines.append("")
+    lines.append("`leaky` lets the critic reveal the reference: it is an upper bound, not a method.")
+    (out / "ablation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _f(value, digits: int = 3) -> str:
+    return "–" if value is None or pd.isna(value) else f"{value:.{digits}f}"

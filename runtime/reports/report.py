@@ -1,0 +1,196 @@
+"""The Table 3 report, rebuilt from stored records (``python -m runtime.report <run folder>``).
+
+Per environment × tested model: Direct, Plan-first and Refine means; Δ = Refine − Plan-first
+with a paired bootstrap 95% CI over tasks (trials averaged within a task first, since trials
+of one task are not independent) and an exact sign test; pass^k for k up to the number of
+trials; plan-judge correctness and grade p0 → p1; tokens and cost per mode; the paper's
+published gains beside ours. Written as Markdown, CSV and HTML with PNG plots.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from runtime.reports.stats import paired_delta, pass_hat_k  # noqa: E402
+from runtime.store import RunStore  # noqa: E402
+from runtime.reports.summary import frame  # noqa: E402
+
+ARMS = ("direct", "plan-first", "refine")
+
+
+def rows(df: pd.DataFrame, published: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per environment × tested model × critique strategy (usually one strategy)."""
+    out = []
+    for (env, model), cell in df.groupby(["env", "model"], sort=True):
+        strategies = sorted(set(cell.loc[cell["mode"] == "refine", "strategy"])) or [""]
+        for strategy in strategies:
+            part = cell[(cell["mode"] != "refine") | (cell["strategy"] == strategy)]
+            out.append(_row(env, model, strategy, part, published))
+    return out
+
+
+def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dict[str, Any]) -> dict[str, Any]:
+    scored = part[part["status"] == "ok"]
+    per_task = scored.groupby(["mode", "domain", "task_id"])["score"].mean()
+    row: dict[str, Any] = {"env": env, "model": model, "strategy": strategy,
+                           "tasks": int(part[["domain", "task_id"]].drop_duplicates().shape[0]),
+                           "trials": int(part["trial"].nunique()),
+                           "errors": int((part["status"] == "error").sum())}
+    for arm in ARMS:
+        values = per_task.get(arm)
+        row[f"{arm}_mean"] = float(values.mean()) if values is not None and len(values) else None
+        arm_part = part[part["mode"] == arm]
+        row[f"{arm}_tokens"] = int(arm_part["tokens"].sum())
+        row[f"{arm}_cost_usd"] = float(arm_part["cost_usd"].sum())
+        row[f"{arm}_pass^k"] = _pass_k(scored[scored["mode"] == arm], row["trials"])
+    if "refine" in per_task.index.get_level_values(0) and "plan-first" in per_task.index.get_level_values(0):
+        refine, first = per_task.loc["refine"], per_task.loc["plan-first"]
+        units = refine.index.intersection(first.index)
+        if len(units):
+            d = paired_delta(refine.loc[units].to_numpy(), first.loc[units].to_numpy())
+            row.update(delta=d.mean, delta_low=d.low, delta_high=d.high, sign_p=d.sign_p,
+                       wins=d.wins, losses=d.losses, paired_tasks=d.n)
+    refine_rows = part[part["mode"] == "refine"]
+    for plan in ("p0", "p1"):
+        row[f"judge_cr_{plan}"] = _mean(refine_rows[f"{plan}_correct"])
+        row[f"judge_grade_{plan}"] = _mean(refine_rows[f"{plan}_grade"])
+    pub = published.get(env)
+    if pub:
+        row["published"] = f"+{pub['low']:g} to +{pub['high']:g} {pub.get('unit', '')}".strip()
+        row["scale"] = pub.get("scale", 1.0)
+    return row
+
+
+def _pass_k(scored: pd.DataFrame, trials: int) -> dict[int, float]:
+    result = {}
+    per_task = scored.groupby(["domain", "task_id"])["score"].agg(lambda s: (list(s == 1.0)))
+    for k in range(1, trials + 1):
+        values = [pass_hat_k(sum(v), len(v), k) for v in per_task if len(v) >= k]
+        if values:
+            result[k] = float(np.mean(values))
+    return result
+
+
+def _mean(series: pd.Series) -> float | None:
+    values = series.dropna().astype(float)
+    return float(values.mean()) if len(values) else None
+
+
+def _f(value: Any, digits: int = 3, scale: float = 1.0, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "–"
+    return f"{value * scale:+.{digits}f}" if signed else f"{value * scale:.{digits}f}"
+
+
+def markdown(table: list[dict[str, Any]], title: str) -> str:
+    lines = [f"# {title}", "",
+             "Scores are the environments' own (τ²-bench reward; ToolSandbox similarity ×100). "
+             "Δ = Refine − Plan-first, paired over tasks, 95% bootstrap CI; p: exact sign test.", "",
+             "| env | tested model | critique | tasks × trials | Direct | Plan-first | Refine | Δ [95% CI] | "
+             "sign p | paper's Δ | judge CR p0 → p1 | judge grade p0 → p1 | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        s = r.get("scale", 1.0)
+        digits = 1 if s != 1.0 else 3
+        delta = "–"
+        if r.get("delta") is not None:
+            delta = (f"{_f(r['delta'], digits, s, True)} [{_f(r['delta_low'], digits, s, True)}, "
+                     f"{_f(r['delta_high'], digits, s, True)}]")
+        lines.append(
+            f"| {r['env']} | {r['model']} | {_strategy_label(r['strategy'])} | {r['tasks']} × {r['trials']} | "
+            f"{_f(r['direct_mean'], digits, s)} | "
+            f"{_f(r['plan-first_mean'], digits, s)} | {_f(r['refine_mean'], digits, s)} | {delta} | "
+            f"{_f(r.get('sign_p'), 3)} | {r.get('published', '–')} | {_f(r['judge_cr_p0'], 2)} → "
+            f"{_f(r['judge_cr_p1'], 2)} | {_f(r['judge_grade_p0'], 2)} → {_f(r['judge_grade_p1'], 2)} | "
+            f"{r['errors']} |")
+    lines += ["", "## pass^k", "", "| env | tested model | mode | " +
+              " | ".join(f"k={k}" for k in range(1, max((r["trials"] for r in table), default=1) + 1)) + " |"]
+    lines.append("|---|---|---|" + "---|" * max((r["trials"] for r in table), default=1))
+    for r in table:
+        for arm in ARMS:
+            ks = r.get(f"{arm}_pass^k") or {}
+            if ks:
+                lines.append(f"| {r['env']} | {r['model']} | {arm} | " +
+                             " | ".join(_f(ks.get(k)) for k in range(1, r["trials"] + 1)) + " |")
+    lines += ["", "## Tokens and cost per mode", "", "| env | tested model | mode | tokens | cost (USD) |",
+              "|---|---|---|---|---|"]
+    for r in table:
+        for arm in ARMS:
+            lines.append(f"| {r['env']} | {r['model']} | {arm} | {r[f'{arm}_tokens']} | {r[f'{arm}_cost_usd']:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _strategy_label(name: str) -> str:
+    from critique.strategies import STRATEGIES
+
+    return STRATEGIES[name].label if name in STRATEGIES else (name or "–")
+
+
+def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
+    written = []
+    if not table:
+        return written
+    fig, ax = plt.subplots(figsize=(max(4, 2.2 * len(table)), 3.2))
+    width = 0.25
+    for i, arm in enumerate(ARMS):
+        values = [(r[f"{arm}_mean"] or 0.0) * r.get("scale", 1.0) for r in table]
+        ax.bar(np.arange(len(table)) + (i - 1) * width, values, width, label=arm)
+    ax.set_xticks(np.arange(len(table)), [f"{r['env']}\n{r['model']}" for r in table], fontsize=7)
+    ax.set_ylabel("score")
+    ax.legend(fontsize=7)
+    ax.set_title("Mean score by mode")
+    fig.tight_layout()
+    path = out / "modes.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    written.append(path)
+
+    with_delta = [r for r in table if r.get("delta") is not None]
+    if with_delta:
+        fig, ax = plt.subplots(figsize=(5, 0.5 + 0.5 * len(with_delta)))
+        for i, r in enumerate(with_delta):
+            s = r.get("scale", 1.0)
+            ax.errorbar(r["delta"] * s, i, xerr=[[(r["delta"] - r["delta_low"]) * s],
+                                                [(r["delta_high"] - r["delta"]) * s]], fmt="o", capsize=3)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_yticks(range(len(with_delta)), [f"{r['env']} · {r['model']}" for r in with_delta], fontsize=7)
+        ax.set_xlabel("Refine − Plan-first (95% CI)")
+        fig.tight_layout()
+        path = out / "delta.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def build(folder: Path, title: str | None = None) -> dict[str, Path]:
+    folder = Path(folder)
+    store = RunStore(folder)
+    records = store.records()
+    if not records:
+        raise ValueError(f"no records in {folder / 'records.jsonl'}")
+    meta_path = folder / "table3.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
+    table = rows(frame(records), meta.get("published", {}))
+    title = title or f"Report: {meta.get('name', folder.name)}"
+    md = markdown(table, title)
+    paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
+    paths["markdown"].write_text(md, encoding="utf-8")
+    flat = [{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in r.items()} for r in table]
+    pd.DataFrame(flat).to_csv(paths["csv"], index=False)
+    images = plots(table, folder)
+    body = pd.DataFrame(flat).to_html(index=False, float_format=lambda v: f"{v:.3f}")
+    figures = "".join(f'<p><img src="{p.name}" alt="{p.stem}"></p>' for p in images)
+    paths["html"].write_text(f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                             f"<h1>{html.escape(title)}</h1>{figures}{body}", encoding="utf-8")
+    return paths

@@ -1,0 +1,87 @@
+"""The layout's rules, checked from the code itself: the import-linter layers, no reaching into
+another module's private names, no module over 600 lines."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("evrcore", "envs", "planners", "critique", "runtime", "testkit")
+MAX_LINES = 600
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+    if not Path(exe).exists():
+        pytest.skip("import-linter is not installed (it comes with the `test` extra)")
+    return subprocess.run([exe, "--no-cache"], cwd=root, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=300)
+
+
+def _modules() -> list[Path]:
+    return [p for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))]
+
+
+def test_layers_hold():
+    result = _lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "KEPT" in result.stdout and "BROKEN" not in result.stdout
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path):
+    """The contract is not vacuous: a planner that imports the runtime must fail it."""
+    for pkg in PACKAGES:
+        shutil.copytree(REPO / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    base = tmp_path / "planners" / "base.py"
+    base.write_text(base.read_text() + "\nimport runtime.runner  # deliberately upward\n")
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout and "planners.base -> runtime.runner" in result.stdout
+
+
+def test_no_module_imports_another_modules_private_names():
+    offenders = []
+    project = set(PACKAGES)
+    for path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in project:
+                offenders += [f"{path.relative_to(REPO)}: from {node.module} import {a.name}"
+                              for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                base = node.value
+                if isinstance(base, ast.Name) and _names_project_module(tree, base.id, project):
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno}: {base.id}.{node.attr}")
+    assert not offenders, "private names used across modules:\n" + "\n".join(offenders)
+
+
+def _names_project_module(tree: ast.Module, name: str, project: set[str]) -> bool:
+    """Whether ``name`` is bound by an import of one of the project's modules."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if (a.asname or a.name.split(".")[0]) == name and a.name.split(".")[0] in project:
+                    return True
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in project:
+            if any((a.asname or a.name) == name for a in node.names):
+                return True
+    return False
+
+
+def test_no_module_over_the_size_limit():
+    long = {str(p.relative_to(REPO)): n for p in _modules()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_every_package_says_what_lives_there_and_what_it_may_import():
+    for pkg in PACKAGES:
+        doc = ast.get_docstring(ast.parse((REPO / pkg / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and "import" in doc, f"{pkg}/__init__.py needs a docstring naming what it may import"
