@@ -62,12 +62,9 @@ class RemoteError(EnvServerError):
     """The server answered with an error of its own (``env_error`` / ``internal``)."""
 
 
-class EnvUnavailableError(UnknownTaskError):
+class EnvUnavailableError(EnvError):
     """The environment cannot be used at all: not set up, or its server does not start.
-
-    A subclass of ``UnknownTaskError`` so that CLIs which report a bad env/domain/task choice
-    in one line (exit 2) report this the same way.
-    """
+    Like every ``EnvError`` that reaches a command, the CLI reports it in one line (exit 2)."""
 
 
 @dataclass

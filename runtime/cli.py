@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from envs.base import EnvError
 from runtime import runner
 from runtime.build import Run
 from runtime.config import UsageError
@@ -24,10 +25,11 @@ INTERRUPTED = "interrupted: finished records are saved; run the same command aga
 
 
 def guarded(body: Callable[[], int]) -> int:
-    """Run a command's body: a ``UsageError`` becomes ``error: …`` on stderr and exit code 2."""
+    """Run a command's body: bad input (a ``UsageError``, or an ``EnvError`` such as an unknown
+    domain or an environment that is not set up) becomes ``error: …`` on stderr and exit 2."""
     try:
         return body()
-    except UsageError as exc:
+    except (UsageError, EnvError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -12,10 +12,18 @@ exits with 2 and one line naming the cause.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
 from typing import Sequence
+
+from envs.registry import ENVIRONMENTS
+
+
+def setup_envs() -> list[str]:
+    """The environments that have a one-time setup (a venv of their own), from the registry."""
+    return [name for name, spec in ENVIRONMENTS.items() if spec.setup_module]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -23,14 +31,14 @@ def parser() -> argparse.ArgumentParser:
                                 description="Set up environments that need their own virtualenv.")
     sub = p.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="install an environment into its own venv and record it")
-    setup.add_argument("env", choices=["toolsandbox"])
+    setup.add_argument("env", choices=setup_envs())
     setup.add_argument("--source", required=True,
                        help="a local ToolSandbox checkout or a git URL (github.com/apple/ToolSandbox)")
     setup.add_argument("--python", default="python3",
                        help="the interpreter to build the venv from (ToolSandbox wants 3.9-3.11)")
     setup.add_argument("--home", type=Path, help="where to put the venv (default under $EVR_ENVS_HOME)")
     status = sub.add_parser("status", help="show what is set up and whether its server starts")
-    status.add_argument("env", nargs="?", default="toolsandbox", choices=["toolsandbox"])
+    status.add_argument("env", nargs="?", default=setup_envs()[0], choices=setup_envs())
     status.add_argument("--check", action="store_true", help="also start the env server once")
     return p
 
@@ -38,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from envs.base import EnvError
-    from envs.toolsandbox import setup as ts
+
+    ts = importlib.import_module(ENVIRONMENTS[args.env].setup_module)
 
     try:
         if args.command == "setup":
