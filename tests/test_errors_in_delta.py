@@ -82,3 +82,57 @@ def test_report_and_ablation_table_give_the_same_delta(frame):
     assert row["refine_errors"] == 3 and row["refine_error_rate"] == pytest.approx(3 / 8)
     assert row["plan-first_errors"] == 0 and row["refine_infrastructure_errors"] == 3
     assert any("refine: 3/8" in w for w in row["error_warnings"])
+
+
+def _raised(exc: BaseException, cause: BaseException | None = None) -> BaseException:
+    """``exc`` as it arrives after ``raise exc from cause``."""
+    try:
+        raise exc from cause
+    except BaseException as caught:  # noqa: BLE001 - the point is to capture it
+        return caught
+
+
+def test_error_kinds_tell_infrastructure_from_the_agent():
+    import docker.errors
+    import litellm
+    from pydantic import BaseModel
+
+    from critique.critic import CriticError
+    from envs.server_client import ServerCrashed
+    from planners.llm import PlanParseError
+    from runtime.failures import error_kind
+    from runtime.llm.layer import ModelError
+
+    down = litellm.exceptions.APIConnectionError(message="refused", llm_provider="x", model="m")
+
+    class Strict(BaseModel):
+        n: int
+
+    try:
+        Strict(n="many")
+    except Exception as exc:  # noqa: BLE001
+        invalid = exc
+    cases = {
+        "infrastructure": [_raised(ModelError("gave up after 6 tries"), down), ServerCrashed("env server died"),
+                           docker.errors.APIError("container killed"), TimeoutError("no answer"),
+                           _raised(RuntimeError("wrapped"), ConnectionResetError("reset"))],
+        "model_output": [PlanParseError("no valid plan"), CriticError("no valid critique"), invalid,
+                         _raised(RuntimeError("while revising"), PlanParseError("no valid plan"))],
+        "internal": [KeyError("p0"), _raised(RuntimeError("bug"), ValueError("x"))],
+    }
+    got = {kind: [error_kind(e) for e in excs] for kind, excs in cases.items()}
+    assert got == {kind: [kind] * len(excs) for kind, excs in cases.items()}
+
+
+def test_records_written_before_error_kinds_still_load():
+    from runtime.records import EpisodeRecord
+
+    old = {"run_id": "r", "key": {"env": "tau2", "domain": "airline", "task_id": "1", "mode": "refine",
+                                  "model": "m", "trial": 0}, "record_id": "x", "status": "error", "seed": 1,
+           "error": {"stage": "critique", "type": "ModelError", "message": "down"},
+           "started_at": "t", "finished_at": "t"}
+    record = EpisodeRecord.model_validate(old)
+    assert record.error.kind is None
+    from runtime.reports.summary import summarize
+
+    assert summarize([record])["by_arm"]["refine"]["infrastructure_errors"] == 0
