@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from critique.critic import Critic, CriticSettings
+from evrcore.critique import Reviewer
 
 DEFAULT_STRATEGY = "anti-leak"
 
@@ -34,6 +35,13 @@ class Strategy:
     @property
     def label(self) -> str:
         return f"{self.name} (upper bound)" if self.upper_bound else self.name
+
+    @property
+    def reviewer(self) -> Reviewer:
+        """Who the reviser is told critiqued its plan."""
+        if self.critic_role == "model":
+            return "self"
+        return "critic-with-reference" if self.settings and self.settings.sees_supervision else "critic"
 
     def critic(self, model) -> Critic | None:
         return None if self.settings is None else Critic(model, self.settings)

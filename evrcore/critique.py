@@ -6,21 +6,47 @@ anti-leak contract; the leak guard (``critique.leak_guard``) checks the rational
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 GRADES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 ERROR_CODES: dict[str, str] = {
-    "E1": "goal understanding: the plan pursues a different goal than the user's",
-    "E2": "premature conclusion / task incompleteness: the plan stops before the goal is met",
-    "E3": "constraint violation: the plan breaks a policy rule or a user constraint",
-    "E4": "logic error: a causal defect (wrong order, missing dependency), not mere deviation "
-    "from some other valid path",
-    "E5": "tool-use error: wrong tool, wrong or missing arguments, non-existent tool",
-    "E6": "hallucination: invents facts, values or results the agent has not obtained",
+    "E1": "goal understanding: the plan solves a different problem than the one the user asked "
+    "for, or hardcodes the final answer instead of working it out",
+    "E2": "task completeness: a significant, distinct part of the request is ignored or the plan "
+    "stops before it is done (a minor, non-critical omission lowers the grade instead)",
+    "E3": "constraint violation: the plan breaks an explicit constraint of the user or a rule of "
+    "the policy",
+    "E4": "logical defect: the chain of causality is broken — a step needs data no earlier step or "
+    "the user provides, steps depend on each other in a circle, or an action is impossible; not "
+    "an inefficient, redundant or merely different path, and not an optimistic assumption about "
+    "what a tool will return",
+    "E5": "tool-use error: a tool is used for something outside what it can do, or a "
+    "fundamentally wrong tool or kind of argument is chosen; parameter syntax, invented parameter "
+    "names that convey the right intent, or suboptimal values are not E5",
+    "E6": "hallucination: the plan calls a tool that is not among the available tools, or treats "
+    "values, names or results that could only be known after running the tools as already known "
+    "(a value the user gave is not a hallucination)",
 }
+"""E1–E6 as the Agent Planning Benchmark's holistic judge defines them, edge cases included: a
+non-existent tool is E6, not E5; parameter syntax is not an error at all. The critic, the plan
+judge and the reviser all read these same words."""
+
+Reviewer = Literal["self", "critic", "critic-with-reference"]
+"""Who wrote a critique: the tested model about its own plan, a critic model that sees what the
+planner saw, or a critic model that also saw the hidden reference."""
+
+REVIEWERS: dict[str, str] = {
+    "self": "You reviewed the current plan yourself, with the same information you have now "
+    "(you have not seen how the task is judged):",
+    "critic": "A separate reviewer assessed the current plan. It saw the same task information as "
+    "you do and nothing more; it has not seen how the task is judged:",
+    "critic-with-reference": "A separate reviewer who can see how this task is judged assessed the "
+    "current plan. It was asked to diagnose problems without revealing the reference solution:",
+}
+"""How the reviser is told who critiqued, so a self-review is not presented as an informed one."""
 
 
 def check_grade(cls, value: float) -> float:

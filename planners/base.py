@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from evrcore.critique import AnyCritique
+from evrcore.critique import AnyCritique, Reviewer
 from envs.base import TaskView
 from evrcore.plan import Plan
 
@@ -19,6 +19,8 @@ class Planner(Protocol):
         """A holistic plan ``p0`` for the task."""
         ...
 
-    def revise(self, view: TaskView, plan: Plan, critique: AnyCritique) -> Plan:
-        """A revised plan ``p1`` given the critique of ``plan``."""
+    def revise(self, view: TaskView, plan: Plan, critique: AnyCritique,
+               reviewer: Reviewer = "critic-with-reference") -> Plan:
+        """A revised plan ``p1`` given the critique of ``plan`` and who wrote it (a planner may
+        leave ``reviewer`` out of its signature; it is then not passed)."""
         ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evrcore.critique import AnyCritique
+from evrcore.critique import REVIEWERS, AnyCritique, Reviewer
 from envs.base import TaskView
 from evrcore.chat import ChatModel, extract_json
 from evrcore.plan import PLAN_JSON_SCHEMA, Plan
@@ -26,12 +26,14 @@ class LLMPlanner:
         prompt = render("planners", "plan", **_view_fields(view))
         return self._ask(prompt, view)
 
-    def revise(self, view: TaskView, plan: Plan, critique: AnyCritique) -> Plan:
+    def revise(self, view: TaskView, plan: Plan, critique: AnyCritique,
+               reviewer: Reviewer = "critic-with-reference") -> Plan:
         prompt = render(
             "planners",
             "revise",
             **_view_fields(view),
-            plan=json.dumps(plan.to_apb(), indent=2),
+            plan=json.dumps(plan.to_apb(), indent=2, ensure_ascii=False),
+            reviewer=REVIEWERS[reviewer],
             critique=critique.render(),
         )
         return self._ask(prompt, view)

@@ -15,7 +15,7 @@ import inspect
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
-from evrcore.critique import AnyCritique
+from evrcore.critique import AnyCritique, Reviewer
 from envs.base import TaskView
 from evrcore.chat import ChatModel
 from evrcore.plan import Plan
@@ -91,12 +91,14 @@ class AdaptedPlanner:
     def plan(self, view: TaskView) -> Plan:
         return self._checked("plan", self._call(self.inner.plan, view), view)
 
-    def revise(self, view: TaskView, plan: Plan, critique: AnyCritique) -> Plan:
-        return self._checked("revise", self._call(self.inner.revise, view, plan, critique), view)
+    def revise(self, view: TaskView, plan: Plan, critique: AnyCritique,
+               reviewer: Reviewer = "critic-with-reference") -> Plan:
+        extra = {"reviewer": reviewer} if _accepts(self.inner.revise, "reviewer") else {}
+        return self._checked("revise", self._call(self.inner.revise, view, plan, critique, **extra), view)
 
     @staticmethod
-    def _call(method: Callable[..., Any], *args: Any) -> Any:
-        result = method(*args)
+    def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
         if inspect.isawaitable(result):
             result = asyncio.run(_await(result))
         return result
@@ -115,6 +117,15 @@ class AdaptedPlanner:
                 "planners.Plan or an APB dict {'plan': str, 'tool_chain': [...]}"
             )
         return result.checked_against(view)
+
+
+def _accepts(method: Callable[..., Any], name: str) -> bool:
+    """Whether ``method`` takes a keyword ``name`` (older planners' ``revise`` does not)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 async def _await(awaitable: Any) -> Any:

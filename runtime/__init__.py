@@ -1,7 +1,7 @@
 """The executable-validation runtime: runs the episodes and the commands around them.
 
 Lives here: the episode state machine (``graph``), the runner and its episode matrix
-(``runner``), the executor and the simulated user's turn (``executor``, ``simulated_user``),
+(``runner``), what kind of failure ended an episode (``failures``), the executor and the simulated user's turn (``executor``, ``simulated_user``),
 records and the run folder (``records``, ``store``), settings (``config``), the composition root
 (``build``), the shared command helper (``cli``) and the commands (``validate``, ``ablate``,
 ``table3``, ``report``, ``envs``, ``planners``); ``llm/`` is the model layer, ``reports/`` what

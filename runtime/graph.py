@@ -33,6 +33,7 @@ from planners.base import Planner
 from evrcore.chat import ChatModel
 from evrcore.plan import Plan
 from runtime.executor import Executor
+from runtime.failures import error_kind
 from runtime.llm.layer import Meter, ModelLayer
 from runtime.records import EpisodeKey, StageError
 from runtime.simulated_user import SimulatedUser
@@ -90,7 +91,8 @@ def _node(stage: str, fn: Callable[[EpisodeState, EpisodeContext], dict[str, Any
         try:
             update = fn(state, runtime.context)
         except Exception as exc:  # noqa: BLE001 - every failure becomes part of the record
-            update = {"error": StageError(stage=stage, type=type(exc).__name__, message=str(exc)[:2000])}
+            update = {"error": StageError(stage=stage, type=type(exc).__name__, message=str(exc)[:2000],
+                                          kind=error_kind(exc))}
         update["timings"] = {stage: round(time.perf_counter() - started, 4)}
         return update
 
@@ -156,7 +158,8 @@ def revise(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     if "critic" not in state:  # the negative control: nothing to revise from
         return {"p1": state["p0"].model_copy(deep=True)}
     planner = ctx.make_planner(ctx.client("model", "reviser"))
-    return {"p1": planner.revise(state["view"], state["p0"], state["critic"].critique)}
+    return {"p1": planner.revise(state["view"], state["p0"], state["critic"].critique,
+                                 reviewer=ctx.strategy.reviewer)}
 
 
 def judge_p1(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:

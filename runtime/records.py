@@ -33,6 +33,11 @@ class StageError(BaseModel):
     stage: str
     type: str
     message: str
+    kind: str | None = Field(
+        default=None,
+        description="infrastructure / model_output / internal (runtime.failures); absent in "
+        "records written before kinds were recorded.",
+    )
 
 
 class EpisodeRecord(BaseModel):

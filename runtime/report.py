@@ -1,23 +1,51 @@
-"""``python -m runtime.report <run folder>``: rebuild a run folder's report from its records.
+"""``python -m runtime.report RUN [--apb-out FILE]``: rebuild a run folder's report from its
+records, and optionally export its judged plans in APB's judgement-record shape.
 
-The command only; what the report holds is built in ``runtime.reports.report``.
+The command only; what the report holds is built in ``runtime.reports.report`` and the export
+in ``runtime.reports.apb_export``. A missing run folder is an error, never created.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
+from runtime.reports import apb_export
 from runtime.reports.report import build
+from runtime.store import RECORDS
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m runtime.report",
+        description="Rebuild a run folder's report (Markdown, CSV, HTML, plots) from its records.")
+    p.add_argument("run", type=Path, help="the run folder (holds records.jsonl)")
+    p.add_argument("--title", help="the report's title (default: from the run)")
+    p.add_argument("--apb-out", type=Path, metavar="FILE",
+                   help="also write one JSON line per judged plan (p0 and p1) in the Agent Planning "
+                        "Benchmark's judgement-record shape, readable by APB's scorer")
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m runtime.report <run folder>", file=sys.stderr)
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if not (args.run / RECORDS).is_file():
+        print(f"error: {args.run} is not a run folder (no records.jsonl); give the folder a "
+              "validate, ablate or table3 command wrote", file=sys.stderr)
+        return 2
+    if args.apb_out is not None and not args.apb_out.parent.is_dir():
+        print(f"error: --apb-out {args.apb_out}: folder {args.apb_out.parent} does not exist",
+              file=sys.stderr)
         return 2
     try:
-        paths = build(Path(args[0]))
+        paths = build(args.run, title=args.title)
+        if args.apb_out is not None:
+            from runtime.store import RunStore
+
+            rows = apb_export.apb_records(RunStore(args.run).records(), apb_export.judge_model(args.run))
+            apb_export.write_jsonl(rows, args.apb_out)
+            paths["apb"] = args.apb_out
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

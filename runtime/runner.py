@@ -15,6 +15,7 @@ from typing import Callable
 
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy
 from envs.base import Environment
+from runtime.failures import error_kind
 from runtime.graph import EpisodeContext, EpisodeState, PlannerFactory, episode_graph
 from runtime.llm.layer import Meter, ModelLayer
 from runtime.records import EpisodeKey, EpisodeRecord, StageError
@@ -74,7 +75,8 @@ def run_episode(matrix: EpisodeMatrix, key: EpisodeKey) -> EpisodeRecord:
     try:
         state: EpisodeState = episode_graph().invoke({}, {"recursion_limit": 50}, context=ctx)
     except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised
-        state = {"error": StageError(stage="graph", type=type(exc).__name__, message=str(exc)[:2000])}
+        state = {"error": StageError(stage="graph", type=type(exc).__name__, message=str(exc)[:2000],
+                                     kind=error_kind(exc))}
     return _record(matrix, key, seed, state, meter, started)
 
 

@@ -96,7 +96,7 @@ def test_ablation_table_reports_each_strategy_with_a_paired_ci(ablation_run):
 
 
 VIEW = TaskView(env="tau2", domain="d", task_id="t", policy="p", tools=[])
-GOOD = {"is_correct": True, "grade": 0.8, "error_list": [0, 0, 0, 0, 1, 0], "reasoning": "fine"}
+GOOD = {"is_correct": False, "grade": 0.8, "error_list": [0, 0, 0, 0, 1, 0], "reasoning": "fine"}
 
 
 class Answers:

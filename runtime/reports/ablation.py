@@ -8,13 +8,15 @@ from pathlib import Path
 import pandas as pd
 
 from critique.strategies import STRATEGIES
-from runtime.reports.stats import task_delta
+from runtime.reports.stats import arm_errors, delta_lines
 
 
 def ablation_table(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per strategy, compared with Plan-first by ``task_delta`` (the report's Δ)."""
+    """One row per strategy, compared with Plan-first by ``delta_lines`` (the report's Δ, both
+    lines: tasks complete in both arms, and errored episodes scored 0)."""
     ok = df[df["status"] == "ok"]
     base = ok[ok["mode"] == "plan-first"]
+    base_all = df[df["mode"] == "plan-first"]
     rows = []
     for name, strategy in STRATEGIES.items():
         part = df[(df["mode"] == "refine") & (df["strategy"] == name)]
@@ -24,9 +26,13 @@ def ablation_table(df: pd.DataFrame) -> pd.DataFrame:
         row = {"strategy": strategy.label, "n": len(part), "errors": int((part["status"] == "error").sum()),
                "score": scored["score"].mean() if len(scored) else None,
                "plan_first": base["score"].mean() if len(base) else None}
-        d = task_delta(scored, base)
+        row["error_rate"] = arm_errors(part).rate
+        lines = delta_lines(part, base_all)
+        d, d0 = lines["complete"], lines["errors_as_0"]
         if d is not None:
             row.update(delta=d.mean, ci_low=d.low, ci_high=d.high, sign_p=d.sign_p)
+        if d0 is not None:
+            row.update(delta_errors_as_0=d0.mean, ci_low_errors_as_0=d0.low, ci_high_errors_as_0=d0.high)
         for plan in ("p0", "p1"):
             row[f"judge_cr_{plan}"] = _mean(part[f"{plan}_correct"])
             row[f"judge_grade_{plan}"] = _mean(part[f"{plan}_grade"])
@@ -47,21 +53,24 @@ def _mean(series: pd.Series) -> float | None:
 def write_table(table: pd.DataFrame, out: Path) -> None:
     table.to_csv(out / "ablation.csv", index=False)
     lines = [
-        "| strategy | n | score | Δ vs plan-first [95% CI] | sign p | judge CR p0 → p1 | "
-        "judge grade p0 → p1 | E1–E6 rate p1 | guard fired | tokens/ep | cost (USD) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| strategy | n | errors | score | Δ vs plan-first [95% CI] | sign p | Δ errors as 0 | "
+        "judge CR p0 → p1 | judge grade p0 → p1 | E1–E6 rate p1 | guard fired | tokens/ep | cost (USD) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         delta = "–" if pd.isna(r.get("delta")) else f"{r['delta']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
         sign = "–" if pd.isna(r.get("sign_p")) else f"{r['sign_p']:.3g}"
+        delta0 = "–" if pd.isna(r.get("delta_errors_as_0")) else f"{r['delta_errors_as_0']:+.3f}"
+        errs = f"{r['errors']} ({r['error_rate']:.0%})"
         errors = " ".join("–" if pd.isna(r[f"E{i}_p1"]) else f"{r[f'E{i}_p1']:.2f}" for i in range(1, 7))
         lines.append(
-            f"| {r['strategy']} | {r['n']} | {_f(r['score'])} | {delta} | {sign} | "
+            f"| {r['strategy']} | {r['n']} | {errs} | {_f(r['score'])} | {delta} | {sign} | {delta0} | "
             f"{_f(r['judge_cr_p0'], 2)} → {_f(r['judge_cr_p1'], 2)} | "
             f"{_f(r['judge_grade_p0'], 2)} → {_f(r['judge_grade_p1'], 2)} | {errors} | "
             f"{r['guard_fired']} | {r['tokens_per_episode']:.0f} | {r['cost_usd']:.4f} |"
         )
     lines.append("")
+    lines.append("Δ is on the tasks complete in both arms; \"Δ errors as 0\" scores errored episodes 0.")
     lines.append("`leaky` lets the critic reveal the reference: it is an upper bound, not a method.")
     (out / "ablation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 

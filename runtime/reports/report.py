@@ -2,8 +2,10 @@
 
 Per environment × tested model: Direct, Plan-first and Refine means; Δ = Refine − Plan-first
 with a paired bootstrap 95% CI over tasks (trials averaged within a task first, since trials
-of one task are not independent) and an exact sign test; pass^k for k up to the number of
-trials; plan-judge correctness and grade p0 → p1; tokens and cost per mode; the paper's
+of one task are not independent) and an exact sign test, on the tasks complete in both arms
+and again with errored episodes scored 0; per arm episodes, errors and error rate, with a
+warning when errors could bias Δ; pass^k for k up to the number of trials (errors count as
+failures, success as in τ²); plan-judge correctness and grade p0 → p1; tokens and cost per mode; the paper's
 published gains beside ours. Written as Markdown, CSV and HTML with PNG plots.
 """
 
@@ -21,7 +23,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from runtime.reports.stats import paired_delta, pass_hat_k  # noqa: E402
+from runtime.reports.stats import (  # noqa: E402
+    DELTA_LINES,
+    arm_errors,
+    delta_lines,
+    error_warnings,
+    pass_k,
+)
 from runtime.store import RunStore  # noqa: E402
 from runtime.reports.summary import frame  # noqa: E402
 
@@ -52,14 +60,8 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
         arm_part = part[part["mode"] == arm]
         row[f"{arm}_tokens"] = int(arm_part["tokens"].sum())
         row[f"{arm}_cost_usd"] = float(arm_part["cost_usd"].sum())
-        row[f"{arm}_pass^k"] = _pass_k(scored[scored["mode"] == arm], row["trials"])
-    if "refine" in per_task.index.get_level_values(0) and "plan-first" in per_task.index.get_level_values(0):
-        refine, first = per_task.loc["refine"], per_task.loc["plan-first"]
-        units = refine.index.intersection(first.index)
-        if len(units):
-            d = paired_delta(refine.loc[units].to_numpy(), first.loc[units].to_numpy())
-            row.update(delta=d.mean, delta_low=d.low, delta_high=d.high, sign_p=d.sign_p,
-                       wins=d.wins, losses=d.losses, paired_tasks=d.n)
+        row[f"{arm}_pass^k"] = pass_k(arm_part, row["trials"])
+    row.update(_delta_fields(part))
     refine_rows = part[part["mode"] == "refine"]
     for plan in ("p0", "p1"):
         row[f"judge_cr_{plan}"] = _mean(refine_rows[f"{plan}_correct"])
@@ -71,14 +73,28 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
     return row
 
 
-def _pass_k(scored: pd.DataFrame, trials: int) -> dict[int, float]:
-    result = {}
-    per_task = scored.groupby(["domain", "task_id"])["score"].agg(lambda s: (list(s == 1.0)))
-    for k in range(1, trials + 1):
-        values = [pass_hat_k(sum(v), len(v), k) for v in per_task if len(v) >= k]
-        if values:
-            result[k] = float(np.mean(values))
-    return result
+def _delta_fields(part: pd.DataFrame) -> dict[str, Any]:
+    """Δ = Refine − Plan-first in both lines (``delta*`` complete-case, ``delta0*`` errors as 0),
+    each arm's episodes / errors / rate / infrastructure errors, and the error warnings."""
+    fields: dict[str, Any] = {}
+    arms = {}
+    for arm in ARMS:
+        counted = arm_errors(part[part["mode"] == arm])
+        if counted.episodes:
+            arms[arm] = counted
+            fields.update({f"{arm}_episodes": counted.episodes, f"{arm}_errors": counted.errors,
+                           f"{arm}_error_rate": counted.rate,
+                           f"{arm}_infrastructure_errors": counted.infrastructure})
+    fields["error_warnings"] = error_warnings(arms)
+    lines = delta_lines(part[part["mode"] == "refine"], part[part["mode"] == "plan-first"])
+    for line, prefix in zip(DELTA_LINES, ("delta", "delta0")):
+        d = lines[line]
+        if d is not None:
+            fields.update({prefix: d.mean, f"{prefix}_low": d.low, f"{prefix}_high": d.high,
+                           f"{prefix}_sign_p": d.sign_p, f"{prefix}_tasks": d.n})
+            if line == "complete":  # the main table's columns
+                fields.update(sign_p=d.sign_p, wins=d.wins, losses=d.losses, paired_tasks=d.n)
+    return fields
 
 
 def _mean(series: pd.Series) -> float | None:
@@ -127,7 +143,41 @@ def markdown(table: list[dict[str, Any]], title: str) -> str:
     for r in table:
         for arm in ARMS:
             lines.append(f"| {r['env']} | {r['model']} | {arm} | {r[f'{arm}_tokens']} | {r[f'{arm}_cost_usd']:.4f} |")
+    lines += errors_markdown(table)
     return "\n".join(lines) + "\n"
+
+
+def errors_markdown(table: list[dict[str, Any]]) -> list[str]:
+    """Errors per arm and Δ both ways: an errored episode is not silently dropped from the
+    comparison, and an infrastructure failure is told apart from the agent failing."""
+    lines = ["", "## Errors and Δ with errors counted", "",
+             "Δ on the tasks complete in both arms (the table above) and with errored episodes "
+             "scored 0. Infrastructure: model endpoint, env server or container failures.", "",
+             "| env | tested model | critique | mode | episodes | errors | error rate | infrastructure |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        for arm in ARMS:
+            if r.get(f"{arm}_episodes"):
+                lines.append(f"| {r['env']} | {r['model']} | {_strategy_label(r['strategy'])} | {arm} | "
+                             f"{r[f'{arm}_episodes']} | {r[f'{arm}_errors']} | "
+                             f"{r[f'{arm}_error_rate']:.1%} | {r[f'{arm}_infrastructure_errors']} |")
+    lines += ["", "| env | tested model | critique | Δ complete [95% CI] | tasks | Δ errors as 0 [95% CI] "
+              "| tasks |", "|---|---|---|---|---|---|---|"]
+    for r in table:
+        s = r.get("scale", 1.0)
+        digits = 1 if s != 1.0 else 3
+        cells = []
+        for prefix in ("delta", "delta0"):
+            if r.get(prefix) is None:
+                cells += ["–", "–"]
+                continue
+            cells += [f"{_f(r[prefix], digits, s, True)} [{_f(r[f'{prefix}_low'], digits, s, True)}, "
+                      f"{_f(r[f'{prefix}_high'], digits, s, True)}]", str(r[f"{prefix}_tasks"])]
+        lines.append(f"| {r['env']} | {r['model']} | {_strategy_label(r['strategy'])} | " + " | ".join(cells) + " |")
+    warnings = [f"- **warning** ({r['env']} · {r['model']}): {w}" for r in table for w in r.get("error_warnings", [])]
+    if warnings:
+        lines += ["", *warnings]
+    return lines
 
 
 def _strategy_label(name: str) -> str:
@@ -186,7 +236,7 @@ def build(folder: Path, title: str | None = None) -> dict[str, Path]:
     md = markdown(table, title)
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
     paths["markdown"].write_text(md, encoding="utf-8")
-    flat = [{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in r.items()} for r in table]
+    flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in table]
     pd.DataFrame(flat).to_csv(paths["csv"], index=False)
     images = plots(table, folder)
     body = pd.DataFrame(flat).to_html(index=False, float_format=lambda v: f"{v:.3f}")

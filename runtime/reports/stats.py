@@ -60,14 +60,100 @@ TASK = ["domain", "task_id"]
 """The unit Δ is paired on. Trials of one task are not independent, so they are averaged within
 the task first and the tasks are the resampled units."""
 
+SUCCESS = 1.0 - 1e-6
+"""τ²-bench's success threshold: an episode succeeds when its reward is at least this."""
 
-def task_delta(treatment: pd.DataFrame, control: pd.DataFrame, **kwargs) -> PairedDelta | None:
-    """Δ = treatment − control, the one definition every table uses: each arm's scored episodes
-    (columns ``domain``, ``task_id``, ``score``) averaged over trials within a task, paired over
-    the tasks present in both arms. ``None`` when no task is in both."""
-    t = treatment.groupby(TASK)["score"].mean()
-    c = control.groupby(TASK)["score"].mean()
+ERROR_RATE_LIMIT = 0.05
+"""A report flags an arm whose share of errored episodes is above this…"""
+ERROR_GAP_LIMIT = 0.02
+"""…or arms whose error rates differ by more than this (2 percentage points)."""
+
+DELTA_LINES = {"complete": "tasks complete in both arms", "errors_as_0": "errored episodes scored 0"}
+"""The two ways Δ is reported: complete-case, and with every episode counted."""
+
+
+def _status(frame: pd.DataFrame) -> pd.Series:
+    return frame["status"] if "status" in frame else pd.Series("ok", index=frame.index)
+
+
+def task_delta(treatment: pd.DataFrame, control: pd.DataFrame, *, errors: str = "complete",
+               **kwargs) -> PairedDelta | None:
+    """Δ = treatment − control, the one definition every table uses. Each arm's episodes
+    (columns ``domain``, ``task_id``, ``score``, ``status``) are averaged over trials within a
+    task and paired over tasks.
+
+    ``errors="complete"``: only the tasks whose every episode finished in both arms, so an arm
+    that errors more is not compared on an easier subset of trials. ``errors="errors_as_0"``:
+    every episode, an errored one scored 0 as τ²'s runner and ToolSandbox score a failed run,
+    over the tasks present in both arms. ``None`` when no task qualifies."""
+    if errors not in DELTA_LINES:
+        raise ValueError(f"errors must be one of {list(DELTA_LINES)}, got {errors!r}")
+    t, c = _per_task(treatment, errors), _per_task(control, errors)
     units = t.index.intersection(c.index)
     if not len(units):
         return None
     return paired_delta(t.loc[units].to_numpy(), c.loc[units].to_numpy(), **kwargs)
+
+
+def _per_task(frame: pd.DataFrame, errors: str) -> pd.Series:
+    ok = _status(frame) == "ok"
+    score = frame["score"].where(ok, 0.0).astype(float)
+    if errors == "errors_as_0":
+        return score.groupby([frame[c] for c in TASK]).mean()
+    complete = ok.groupby([frame[c] for c in TASK]).all()
+    means = score.groupby([frame[c] for c in TASK]).mean()
+    return means[complete.reindex(means.index)]
+
+
+def delta_lines(treatment: pd.DataFrame, control: pd.DataFrame, **kwargs) -> dict[str, PairedDelta | None]:
+    """Both lines of Δ, complete-case first."""
+    return {line: task_delta(treatment, control, errors=line, **kwargs) for line in DELTA_LINES}
+
+
+def pass_k(frame: pd.DataFrame, trials: int) -> dict[int, float]:
+    """pass^k for k = 1..trials, averaged over tasks with at least k episodes; an episode counts
+    as a success as in τ² (reward ≥ 1 − 1e-6) and an errored one as a failure."""
+    success = (_status(frame) == "ok") & (frame["score"].fillna(0.0).astype(float) >= SUCCESS)
+    per_task = success.groupby([frame[c] for c in TASK]).agg(["sum", "count"])
+    result = {}
+    for k in range(1, trials + 1):
+        values = [pass_hat_k(int(r["sum"]), int(r["count"]), k) for _, r in per_task.iterrows()
+                  if r["count"] >= k]
+        if values:
+            result[k] = float(np.mean(values))
+    return result
+
+
+@dataclass(frozen=True)
+class ArmErrors:
+    """How many of an arm's episodes errored, and how many of those were infrastructure's."""
+
+    episodes: int
+    errors: int
+    infrastructure: int
+
+    @property
+    def rate(self) -> float:
+        return self.errors / self.episodes if self.episodes else 0.0
+
+
+def arm_errors(frame: pd.DataFrame) -> ArmErrors:
+    errored = _status(frame) == "error"
+    kinds = frame["error_kind"] if "error_kind" in frame else pd.Series(None, index=frame.index)
+    return ArmErrors(int(len(frame)), int(errored.sum()), int((errored & (kinds == "infrastructure")).sum()))
+
+
+def error_warnings(arms: dict[str, ArmErrors]) -> list[str]:
+    """Why the arms' numbers may be biased by errors: an arm above ``ERROR_RATE_LIMIT``, or two
+    arms whose error rates differ by more than ``ERROR_GAP_LIMIT``."""
+    warnings = [f"{name}: {a.errors}/{a.episodes} episodes errored ({a.rate:.1%} > "
+                f"{ERROR_RATE_LIMIT:.0%}; {a.infrastructure} infrastructure)"
+                for name, a in arms.items() if a.episodes and a.rate > ERROR_RATE_LIMIT]
+    rated = {n: a.rate for n, a in arms.items() if a.episodes}
+    if len(rated) > 1:
+        high, low = max(rated, key=rated.get), min(rated, key=rated.get)
+        if rated[high] - rated[low] > ERROR_GAP_LIMIT + 1e-12:
+            warnings.append(f"error rates differ between arms by {(rated[high] - rated[low]) * 100:.1f} "
+                            f"points ({high} {rated[high]:.1%} vs {low} {rated[low]:.1%}; limit "
+                            f"{ERROR_GAP_LIMIT * 100:.0f})")
+    return warnings

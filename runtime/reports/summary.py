@@ -1,5 +1,6 @@
 """The end-of-run summary: per mode (and critique strategy), the mean of the benchmark's score,
-n, errors, plan-judge correctness p0 → p1, guard firings, tokens and cost."""
+n, errors (rate, and how many were infrastructure's), plan-judge correctness p0 → p1, guard
+firings, tokens and cost; warnings when errors could bias the comparison."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rich.table import Table
 
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
 from runtime.reports import categories
+from runtime.reports.stats import arm_errors, error_warnings
 from runtime.records import MODES, EpisodeRecord
 
 
@@ -35,6 +37,7 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "env": r.key.env, "domain": r.key.domain, "task_id": r.key.task_id, "mode": r.key.mode,
             "strategy": r.key.strategy, "arm": arm(r.key.mode, r.key.strategy),
             "model": r.key.model, "trial": r.key.trial, "status": r.status, "score": r.score,
+            "error_kind": r.error.kind if r.error else None, "error_stage": r.error.stage if r.error else None,
             "score_name": r.score_name, "turns": r.turns, "cost_usd": total.get("cost_usd", 0.0),
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
@@ -76,12 +79,22 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "tokens": int(part["tokens"].sum()),
                 "cost_usd": float(part["cost_usd"].sum()),
                 "guard_fired": int(part["guard_fired"].sum()),
+                **_error_fields(part),
             }
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
+    if not df.empty:
+        result["error_warnings"] = error_warnings({name: arm_errors(df[df["arm"] == name]) for name in by_arm})
     by_cat = categories.by_category(records, group=lambda r: arm(r.key.mode, r.key.strategy))
     if by_cat:  # ToolSandbox: per-category similarity and turns, aggregated as ToolSandbox does
         result["by_category"] = by_cat
     return result
+
+
+def _error_fields(part: pd.DataFrame) -> dict[str, Any]:
+    """An arm's errors: the rate over its episodes, and how many were infrastructure failures
+    (model endpoint, env server, container) rather than the agent's."""
+    errors = arm_errors(part)
+    return {"error_rate": errors.rate, "infrastructure_errors": errors.infrastructure}
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -90,7 +103,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def print_summary(summary: dict[str, Any], console: Console, title: str) -> None:
     table = Table(title=title)
-    for col in ("mode", "mean score", "n", "errors", "judge CR p0 → p1", "guard fired", "tokens",
+    for col in ("mode", "mean score", "n", "errors", "error rate", "infra errors", "judge CR p0 → p1", "guard fired", "tokens",
                 "cost (USD)"):
         table.add_column(col, justify="left" if col == "mode" else "right")
     for mode, row in summary["by_arm"].items():
@@ -99,8 +112,11 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
             judge = _fmt(row["judge_p0_correct"], 2)
             if row["judge_p1_correct"] is not None:
                 judge += f" → {_fmt(row['judge_p1_correct'], 2)}"
-        table.add_row(mode, _fmt(row["mean_score"]), str(row["n"]), str(row["errors"]), judge,
+        table.add_row(mode, _fmt(row["mean_score"]), str(row["n"]), str(row["errors"]),
+                      f"{row.get('error_rate', 0.0):.1%}", str(row.get("infrastructure_errors", 0)), judge,
                       str(row["guard_fired"]), str(row["tokens"]), f"{row['cost_usd']:.4f}")
     console.print(table)
+    for warning in summary.get("error_warnings", []):
+        console.print(f"[yellow]warning:[/] {warning}")
     if summary.get("by_category"):
         console.print(categories.category_table(summary["by_category"], title=f"{title} — per category"))
