@@ -207,6 +207,12 @@ def test_injected_failures_show_per_arm_as_infrastructure(outage_run):
 
 def test_apb_export_has_apb_shape_and_apb_scoring_reads_it(outage_run, tmp_path):
     _, out, records = outage_run
+    report_before = (out / "report.md").read_bytes() if (out / "report.md").exists() else None
+    proc = subprocess.run([sys.executable, "-m", "runtime.report", str(out), "--apb-out",
+                           str(tmp_path / "no-such-folder" / "j.jsonl")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert not (tmp_path / "no-such-folder").exists()
+    assert ((out / "report.md").read_bytes() if (out / "report.md").exists() else None) == report_before
     target = tmp_path / "judgements.jsonl"
     proc = subprocess.run([sys.executable, "-m", "runtime.report", str(out), "--apb-out", str(target)],
                           capture_output=True, text=True)
