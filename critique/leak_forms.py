@@ -47,6 +47,23 @@ def looks_like_id(value: str) -> bool:
     return (has_digit and has_alpha) or "_" in v or v.startswith("#") or bool(re.fullmatch(r"[A-Z0-9]{4,}", v))
 
 
+def joined_keys(text: str, max_tokens: int = 6, max_len: int = 40) -> set[str]:
+    """Every run of up to ``max_tokens`` consecutive tokens joined as an ID key: what
+    ``joined_spans`` could find in ``text``, as a set for fast membership tests."""
+    toks = tokens(text)
+    out: set[str] = set()
+    for i in range(len(toks)):
+        acc = ""
+        for j in range(i, min(i + max_tokens, len(toks))):
+            if j > i and not re.fullmatch(r"[\s\-_./#]{0,2}", text[toks[j - 1][1]:toks[j][0]]):
+                break
+            acc += toks[j][2].lower()
+            if len(acc) > max_len:
+                break
+            out.add(acc)
+    return out
+
+
 def joined_spans(text: str, key: str, max_gap: int = 2) -> Iterator[Span]:
     """Where consecutive tokens of ``text``, joined across short separators (spaces, ``-``,
     ``_``, ``.``, ``/``, ``#``), spell ``key`` exactly (token boundaries on both ends)."""
@@ -156,13 +173,16 @@ _ORDINAL_WORDS.update({"twenty " + w: 20 + i for w, i in list(_ORDINAL_WORDS.ite
 _ORDINAL_WORDS.update({"thirtieth": 30, "thirty-first": 31, "thirty first": 31})
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _DAY_WORD = r"(?P<dayw>" + "|".join(sorted(map(re.escape, _ORDINAL_WORDS), key=len, reverse=True)) + r")"
+_BARE_DAY_WORD = r"(?P<dayw>" + "|".join(sorted((re.escape(w) for w, d in _ORDINAL_WORDS.items() if d > 3),
+                                                 key=len, reverse=True)) + r")"
+"""'the first/second/third' alone are ordinary words; 'the fifteenth' alone is a date."""
 _YEAR = r"(?:,?\s+(?P<year>\d{4}))?"
 _DATE_PATTERNS = [
     re.compile(r"\b(?P<year>\d{4})[-/.](?P<a>\d{1,2})[-/.](?P<b>\d{1,2})(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?\b"),
     re.compile(r"\b(?P<a>\d{1,2})[-/.](?P<b>\d{1,2})(?:[-/.](?P<year>\d{4}|\d{2}))?\b(?![-/.]\d)"),
     re.compile(r"\b" + _MONTH + r"\s+(?:the\s+)?(?:" + _DAY + r"|" + _DAY_WORD + r")\b" + _YEAR, re.I),
     re.compile(r"\b(?:the\s+)?(?:" + _DAY + r"|" + _DAY_WORD + r")\s+(?:of\s+)?" + _MONTH + r"\b" + _YEAR, re.I),
-    re.compile(r"\bthe\s+(?:(?P<day>\d{1,2})(?:st|nd|rd|th)|" + _DAY_WORD + r")\b", re.I),
+    re.compile(r"\bthe\s+(?:(?P<day>\d{1,2})(?:st|nd|rd|th)|" + _BARE_DAY_WORD + r")\b", re.I),
 ]
 DateKey = tuple[int | None, int | None, int]
 
@@ -239,8 +259,22 @@ def tool_mentions(text: str, names: dict[tuple[str, ...], str]) -> list[tuple[in
                 i += len(key) - 1
                 break
         i += 1
+    single = []
     for key in (k for k in names if len(k) == 1):
-        # a one-word tool name counts only when written as code, never as an ordinary word
-        for m in re.finditer(r"`" + key[0] + r"`|\b" + key[0] + r"(?=\()", text, re.I):
-            found.append((m.start(), m.end(), names[key]))
-    return sorted(found)
+        # a one-word tool name ('calculate') counts when written as code, as a numbered step,
+        # or next to another tool's name — not as an ordinary word in a sentence
+        for m in re.finditer(r"\b" + key[0] + r"\b", text, re.I):
+            code = text[m.end():m.end() + 1] == "(" or text[max(0, m.start() - 1):m.start()] == "`"
+            near = any(abs(m.start() - e) < 30 or abs(s - m.end()) < 30 for s, e, _ in found)
+            if code or near or step_number(text, m.start()) is not None:
+                single.append((m.start(), m.end(), names[key]))
+    return sorted(found + single)
+
+
+def step_number(text: str, start: int) -> int | None:
+    """The step number written just before ``start``: ``2.``, ``2)``, ``step 2:``, ``(2)``."""
+    m = re.search(r"(?:\b(?:step|call)\s+(\d{1,2})\W{0,3}|(?<!\d)(\d{1,2})[.)]\s*|\((\d{1,2})\)\s*)[`'\"]?$",
+                  text[max(0, start - 12):start], re.I)
+    if not m:
+        return None
+    return int(next(g for g in m.groups() if g))

@@ -23,9 +23,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
+from wordfreq import zipf_frequency
 
 from critique import leak_forms as forms
 from envs.base import Supervision, TaskView
@@ -70,6 +72,14 @@ the their them then there these they this those through to too under until up ve
 when where which while who whom why will with would you your yours yourself""".split())
 _TEMPLATE = {"instructions", "domain", "reason", "call", "known", "info", "task", "persona",
              "unknown", "user", "agent", "customer", "service", "representative", "want", "wants"}
+_CODE = re.compile(r"\b(?=[\w#-]*\d)[\w#][\w#.-]{3,}\b")
+NAME_ZIPF = 4.0
+"""A capitalised word from the hidden instructions counts as a name only if rarer than this."""
+COMMON_ZIPF = 5.0
+"""A hidden-instruction word more common than this (Zipf) is ordinary diagnosis vocabulary."""
+RARE_ZIPF = 3.8
+"""One hidden-instruction word rarer than this in a sentence is enough to tell (``insistent``)."""
+_CUE = re.compile(r"(?:end(?:s|ing)?|start(?:s|ing)?|begin(?:s|ning)?)\s+(?:in|with)\W*$|last\s+(?:digits|characters)\W*$", re.I)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _HIDDEN_TERM = re.compile(r"[A-Za-z][a-z]{4,}")
 _NAME = re.compile(r"\b[A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,})*")
@@ -84,6 +94,27 @@ def stem(word: str) -> str:
     return w
 
 
+@dataclass(frozen=True)
+class PublicFacts:
+    """What a public text states, in canonical forms."""
+
+    words: frozenset[str]
+    numbers: frozenset[float]
+    dates: list
+    keys: frozenset[str]
+
+
+@lru_cache(maxsize=256)
+def public_facts(text: str) -> PublicFacts:
+    """Parsed once per text: a policy is shared by every task of its domain."""
+    return PublicFacts(
+        words=frozenset(stem(w) for w in re.findall(r"[A-Za-z]+", text)),
+        numbers=frozenset(v for _, _, v in forms.number_spans(text)),
+        dates=[k for _, _, keys in forms.date_spans(text) for k in keys if k[1] is not None],
+        keys=frozenset(forms.joined_keys(text)),
+    )
+
+
 def plan_text(plan: Plan | None) -> str:
     return "" if plan is None else json.dumps(plan.to_apb())
 
@@ -91,11 +122,11 @@ def plan_text(plan: Plan | None) -> str:
 class LeakGuard:
     def __init__(self, view: TaskView, supervision: Supervision, plan: Plan | None = None,
                  min_sequence: int = 2):
-        public = view.text() + "\n" + plan_text(plan)
-        self._public_text = public
-        self._public_words = {stem(w) for w in re.findall(r"[A-Za-z]+", public)}
-        self._public_numbers = {v for _, _, v in forms.number_spans(public)}
-        self._public_dates = [k for _, _, keys in forms.date_spans(public) for k in keys if k[1] is not None]
+        facts, p0_facts = public_facts(view.text()), public_facts(plan_text(plan))
+        self._public_words = facts.words | p0_facts.words
+        self._public_numbers = facts.numbers | p0_facts.numbers
+        self._public_dates = facts.dates + p0_facts.dates
+        self._public_keys = facts.keys | p0_facts.keys
         self.values = self._guarded_values(supervision)
         self._hidden_terms = self._distinctive_terms(supervision.hidden_user_instructions)
         names: list[str] = []
@@ -111,15 +142,18 @@ class LeakGuard:
 
     # -- what is guarded -----------------------------------------------------------------
     def _guarded_values(self, supervision: Supervision) -> list[Guarded]:
-        raw = set(supervision.reference_values())
+        typed: list[tuple[str, bool]] = []  # (value, written as a string); reference actions first
+        for action in supervision.reference_actions:
+            typed += _typed_scalars(action.arguments)
         hidden = supervision.hidden_user_instructions
-        raw |= {m.group(0).rstrip(".") for m in re.finditer(r"\b(?=[\w#-]*\d)[\w#][\w#.-]{3,}\b", hidden)}
-        raw |= {m.group(0) for m in re.finditer(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?", hidden)}
-        raw |= {m.group(0) for m in _NAME.finditer(hidden)}
+        for text in [*supervision.expected_outcomes, hidden]:
+            typed += [(m.group(0).rstrip("."), True) for m in _CODE.finditer(text)]
+            typed += [(m.group(0), False) for m in re.finditer(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?", text)]
+        typed += [(m.group(0), True) for m in _NAME.finditer(hidden)]
         out: dict[tuple, Guarded] = {}
-        for value in raw:
-            g = self._classify(value.strip())
-            if g is not None and not self._is_public(g):
+        for value, is_string in typed:
+            g = self._classify(value.strip(), is_string)
+            if g is not None and (g.kind, str(g.key)) not in out and not self._is_public(g):
                 out[(g.kind, str(g.key))] = g
         for _, _, keys in forms.date_spans(hidden):
             for key in keys:
@@ -127,10 +161,12 @@ class LeakGuard:
                     out[("date", str(key))] = Guarded("date", str(key), key)
         return sorted(out.values(), key=lambda g: (-len(g.value), g.value))
 
-    def _classify(self, value: str) -> Guarded | None:
+    def _classify(self, value: str, is_string: bool = False) -> Guarded | None:
         date = forms.parse_iso_date(value)
         if date:
             return Guarded("date", value, date)
+        if is_string and re.fullmatch(r"#?\d{5,}", value):
+            return Guarded("id", value, forms.id_key(value))  # a code made of digits: 1656367028
         number = forms.parse_number(value)
         if number is not None:
             return None if abs(number) < 10 else Guarded("number", value, number)
@@ -140,8 +176,8 @@ class LeakGuard:
         words = [w.lower() for w in re.findall(r"[A-Za-z0-9]+", value)]
         if not words or len(value) < 4 or all(w in _STOP or w in _TEMPLATE for w in words):
             return None
-        if len(words) == 1 and value[:1].isupper() and value.lower() in _STOP | _TEMPLATE:
-            return None
+        if not is_string or all(zipf_frequency(w, "en") >= NAME_ZIPF for w in words):
+            return None  # ordinary words ('Never', 'Under no circumstances') name nothing
         return Guarded("text", value, tuple(words))
 
     def _is_public(self, g: Guarded) -> bool:
@@ -150,17 +186,19 @@ class LeakGuard:
         if g.kind == "date":
             return self._date_public(g.key)
         if g.kind == "id":
-            return any(True for _ in forms.joined_spans(self._public_text, g.key))
+            return g.key in self._public_keys
         return all(stem(w) in self._public_words for w in g.key)
 
     def _date_public(self, key: forms.DateKey) -> bool:
         return any(k[1:] == key[1:] and (k[0] is None or key[0] is None or k[0] == key[0])
                    for k in self._public_dates)
 
-    def _distinctive_terms(self, hidden: str) -> set[str]:
-        return {stem(w) for w in _HIDDEN_TERM.findall(hidden)
+    def _distinctive_terms(self, hidden: str) -> dict[str, float]:
+        """Words of the hidden instructions the view does not use, with how common they are in
+        English (wordfreq's Zipf scale: 3 is once per million words, 6 is 'the')."""
+        return {stem(w): zipf_frequency(w.lower(), "en") for w in _HIDDEN_TERM.findall(hidden)
                 if w.lower() not in _STOP and w.lower() not in _TEMPLATE
-                and stem(w) not in self._public_words}
+                and stem(w) not in self._public_words and zipf_frequency(w.lower(), "en") < COMMON_ZIPF}
 
     # -- detection -----------------------------------------------------------------------
     def scan(self, text: str) -> list[LeakFinding]:
@@ -213,11 +251,12 @@ class LeakGuard:
             t = tok.lower()
             if len(t) < 3 or t == key or not (key.startswith(t) or key.endswith(t)):
                 continue
-            if not (re.search(r"\d", t) or (tok.isupper() and len(tok) >= 3)):
+            cued = _CUE.search(text[max(0, a - 24):a]) is not None
+            if not (re.search(r"\d", t) or (tok.isupper() and len(tok) >= 3) or cued):
                 continue
-            if re.fullmatch(r"\d+", t) and len(t) < 4:
+            if re.fullmatch(r"\d+", t) and len(t) < 4 and not cued:
                 continue
-            if stem(t) in self._public_words or any(True for _ in forms.joined_spans(self._public_text, t)):
+            if not cued and (stem(t) in self._public_words or t in self._public_keys):
                 continue
             spans.append((a, b))
         return spans
@@ -227,7 +266,7 @@ class LeakGuard:
         if len(self.sequence) < 2 or len(mentions) < 2:
             return None
         orders = [mentions]
-        numbered = [(n, m) for m in mentions if (n := _marker(text, m[0])) is not None]
+        numbered = [(n, m) for m in mentions if (n := forms.step_number(text, m[0])) is not None]
         if len(numbered) >= 2:
             orders.append([m for _, m in sorted(numbered, key=lambda x: x[0])])
         best: tuple[tuple[str, ...], list[forms.Span]] | None = None
@@ -279,8 +318,8 @@ class LeakGuard:
             return []
         spans = []
         for m in _SENTENCE.finditer(text):
-            terms = {stem(w) for w in _HIDDEN_TERM.findall(m.group(0))} & self._hidden_terms
-            if len(terms) >= 2:
+            terms = {stem(w) for w in _HIDDEN_TERM.findall(m.group(0))} & set(self._hidden_terms)
+            if len(terms) >= 2 or any(self._hidden_terms[t] < RARE_ZIPF for t in terms):
                 spans.append(m.span())
         return spans
 
@@ -295,7 +334,7 @@ class LeakGuard:
             for phrase in extra or []:
                 phrase = phrase.strip()
                 if len(phrase) >= 3:
-                    spans += [m.span() for m in re.finditer(re.escape(phrase), text)]
+                    spans += [m.span() for m in re.finditer(re.escape(phrase), text, re.I)]
             spans = _merge(spans)
             if not spans:
                 break
@@ -305,13 +344,19 @@ class LeakGuard:
         return text, removed
 
 
-def _marker(text: str, start: int) -> int | None:
-    """The step number written just before a mention: ``2.``, ``2)``, ``step 2:``, ``(2)``."""
-    m = re.search(r"(?:\b(?:step|call)\s+(\d{1,2})\W{0,3}|(?<!\d)(\d{1,2})[.)]\s*|\((\d{1,2})\)\s*)[`'\"]?$",
-                  text[max(0, start - 12):start], re.I)
-    if not m:
-        return None
-    return int(next(g for g in m.groups() if g))
+def _typed_scalars(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _typed_scalars(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _typed_scalars(v)
+    elif isinstance(obj, str):
+        yield obj, True
+        if " " in obj:  # an expression or sentence: its numbers count on their own ('135.24 - 153.23')
+            yield from ((m.group(0), False) for m in re.finditer(r"(?<![\w.])\d[\d,]*(?:\.\d+)?", obj))
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield (str(int(obj)) if float(obj).is_integer() else repr(float(obj))), False
 
 
 def _merge(spans: list[forms.Span]) -> list[forms.Span]:

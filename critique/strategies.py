@@ -35,8 +35,10 @@ class Strategy:
     def label(self) -> str:
         return f"{self.name} (upper bound)" if self.upper_bound else self.name
 
-    def critic(self, model) -> Critic | None:
-        return None if self.settings is None else Critic(model, self.settings)
+    def critic(self, model, auditor=None) -> Critic | None:
+        """The strategy's critic; ``auditor`` (a ``LeakAuditor``) is used only where the
+        rationale is guarded."""
+        return None if self.settings is None else Critic(model, self.settings, auditor=auditor)
 
 
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
