@@ -181,8 +181,9 @@ def test_disguised_and_hidden_leaks_never_reach_planner_reviser_or_executor(vali
     from testkit.disguised_leak import decode
 
     model = ScriptedRoles(critic=_disguised_critic).model_name("roles-disguised")
+    # the rules alone: the auditor (a second line) would hide a gap in them
     code, records = validate("--env", "tau2", "--mode", "refine", "--domain", "airline",
-                             "--tasks", TASKS, "--model", model)
+                             "--tasks", TASKS, "--model", model, "--no-auditor")
     assert code == 0 and len(records) == 3
     guards = {}
     planted = {}
@@ -215,3 +216,25 @@ def test_disguised_and_hidden_leaks_never_reach_planner_reviser_or_executor(vali
             assert guard.scan(critique) == [], guard.scan(critique)
         assert planted[task_id].rsplit("Also: ", 1)[1] not in sent
     assert checked >= 3 * 3
+
+
+def test_the_disguised_reference_reaches_the_reviser_only_when_leaky(validate, tmp_path):
+    """The anti-leak control's mechanism on two tasks: under ``leaky`` the scripted reviser reads
+    the disguised reference back into p1; under ``anti-leak`` the guard leaves it nothing to read."""
+    from testkit.plan_follower import PlanFollowingRoles, suitable_tasks
+
+    model = PlanFollowingRoles(disguised=True).model_name("plan-follower-disguised")
+    tasks = suitable_tasks("airline", limit=2)
+    p1 = {}
+    for strategy in ("leaky", "anti-leak"):
+        code, records = validate("--env", "tau2", "--mode", "refine", "--domain", "airline",
+                                 "--task-ids", ",".join(tasks), "--model", model, "--strategy", strategy,
+                                 out=tmp_path / strategy)
+        assert code == 0 and all(r["status"] == "ok" for r in records)
+        p1[strategy] = {r["key"]["task_id"]: r for r in records}
+    for task in tasks:
+        _, supervision = Tau2Environment().load("airline", task)
+        leaky, guarded = p1["leaky"][task], p1["anti-leak"][task]
+        assert [s["name"] for s in leaky["p1"]["tool_chain"]] == [a.name for a in supervision.reference_actions]
+        assert guarded["p1"]["tool_chain"] == guarded["p0"]["tool_chain"]
+        assert guarded["guard"]["action"] == "redacted" and guarded["guard"]["rule_findings"]
