@@ -5,8 +5,10 @@ sees the ``Supervision``, whether it answers in the E1–E6 taxonomy, whether it
 the leak guard, and whether it is told it may reveal the reference (the ``leaky`` upper bound).
 
 Output is parsed into a closed schema (malformed answers are retried). With the guard on, a
-rationale carrying supervision-only content is sent back for a rewrite, then redacted; the
-result records what the guard did, so every Refine record shows whether the critic tried to leak.
+rationale carrying supervision-only content — found by the rules (``critique.leak_guard``) or by
+the leak auditor (``critique.auditor``) — is sent back for a rewrite, then redacted, and the
+auditor reads the redacted text once more; the result records what the rules found, what the
+auditor found, what was done and what the auditor still found (residual).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, ValidationError
 
+from critique.auditor import LeakAuditor
 from critique.leak_guard import GuardOutcome, LeakGuard
 from evrcore.critique import (
     CRITIQUE_JSON_SCHEMA,
@@ -56,22 +59,23 @@ ANTI_LEAK = CriticSettings()
 
 class Critic:
     def __init__(self, model: ChatModel, settings: CriticSettings = ANTI_LEAK, attempts: int = 3,
-                 leak_retries: int = 2):
+                 leak_retries: int = 2, auditor: LeakAuditor | None = None):
         if settings.guarded and not settings.sees_supervision:
             settings = CriticSettings(False, settings.taxonomy, False, False)  # nothing to guard
         self.model = model
         self.settings = settings
         self.attempts = attempts
         self.leak_retries = leak_retries
+        self.auditor = auditor if settings.guarded else None
 
     def critique(self, view: TaskView, supervision: Supervision | None, plan: Plan) -> CriticResult:
         s = self.settings
         if s.sees_supervision and supervision is None:
             raise ValueError("this critic needs the supervision")
-        guard = LeakGuard(view, supervision) if s.guarded else None
+        guard = LeakGuard(view, supervision, plan) if s.guarded else None
         schema = CRITIQUE_JSON_SCHEMA if s.taxonomy else FREE_CRITIQUE_JSON_SCHEMA
         messages = [{"role": "user", "content": self._prompt(view, supervision, plan)}]
-        outcome = GuardOutcome()
+        outcome = GuardOutcome(audited=self.auditor is not None)
         raw: list[str] = []
         malformed = leaks = 0
         while True:
@@ -88,19 +92,24 @@ class Critic:
                     ) from exc
                 messages += [reply.as_message(), {"role": "user", "content": _format_feedback(exc, s.taxonomy)}]
                 continue
-            findings = guard.scan(critique.rationale) if guard else []
-            if not findings:
+            rules = guard.scan(critique.rationale) if guard else []
+            audit = self.auditor.audit(supervision, critique.rationale) if self.auditor else []
+            if not rules and not audit:
                 return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw)
             outcome.fired = True
-            outcome.findings = _union(outcome.findings, findings)
+            outcome.rule_findings = _union(outcome.rule_findings, rules)
+            outcome.auditor_findings = _union(outcome.auditor_findings, audit)
+            outcome.findings = _union(outcome.findings, rules + audit)
             if leaks < self.leak_retries:
                 leaks += 1
                 outcome.action = "retried"
                 messages += [reply.as_message(), {"role": "user", "content": LEAK_FEEDBACK}]
                 continue
-            redacted, removed = guard.redact(critique.rationale)
+            redacted, removed = guard.redact(critique.rationale, extra=[f.text for f in audit])
             outcome.action = "redacted"
             outcome.removed = removed
+            if self.auditor:  # what a second reading still finds: the residual leaks
+                outcome.residual = self.auditor.audit(supervision, redacted)
             critique = critique.model_copy(update={"rationale": redacted})
             return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw)
 
@@ -142,9 +151,10 @@ class Critic:
         )
 
 
-def anti_leak_critic(model: ChatModel, attempts: int = 3, leak_retries: int = 2) -> Critic:
+def anti_leak_critic(model: ChatModel, attempts: int = 3, leak_retries: int = 2,
+                     auditor: LeakAuditor | None = None) -> Critic:
     """The default Refine critic: sees the supervision, answers in the taxonomy, guarded."""
-    return Critic(model, ANTI_LEAK, attempts=attempts, leak_retries=leak_retries)
+    return Critic(model, ANTI_LEAK, attempts=attempts, leak_retries=leak_retries, auditor=auditor)
 
 
 LEAK_FEEDBACK = (

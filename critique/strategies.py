@@ -43,8 +43,10 @@ class Strategy:
             return "self"
         return "critic-with-reference" if self.settings and self.settings.sees_supervision else "critic"
 
-    def critic(self, model) -> Critic | None:
-        return None if self.settings is None else Critic(model, self.settings)
+    def critic(self, model, auditor=None) -> Critic | None:
+        """The strategy's critic; ``auditor`` (a ``LeakAuditor``) is used only where the
+        rationale is guarded."""
+        return None if self.settings is None else Critic(model, self.settings, auditor=auditor)
 
 
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in [

@@ -61,6 +61,9 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     if embedded:
         say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
             "(pass --model, e.g. --model openai/gpt-4o, to test a real one).[/]")
+    note = self_review_note(config, modes, strategies or [config.strategy])
+    if note:
+        say(note)
     max_steps = config.max_steps or (EMBEDDED_DEFAULTS["max_steps"] if embedded else DEFAULT_MAX_STEPS)
     try:
         for spec in specs.values():
@@ -97,7 +100,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         trials=config.trials, seed=config.seed, layer=ModelLayer(specs, cache=cache), store=store,
         planner_name=config.planner, make_planner=make_planner, max_steps=max_steps,
         concurrency=config.concurrency, retry_errors=config.retry_errors,
-        strategies=chosen, judge=not config.no_judge,
+        strategies=chosen, judge=not config.no_judge, auditor=not config.no_auditor,
     )
     run = Run(config=config, matrix=matrix, specs=specs, embedded=embedded)
     store.note_invocation({
@@ -115,6 +118,7 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     model = config.model or EMBEDDED_MODEL
     critic = config.critic_model or model
     judge = config.judge_model or critic
+    auditor = config.auditor_model or judge
     user = config.user_model or model
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
@@ -128,8 +132,27 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
         "model": spec(model, config.api_base),
         "critic_model": spec(critic, config.critic_api_base or config.api_base),
         "judge_model": spec(judge, config.critic_api_base or config.api_base),
+        "auditor_model": spec(auditor, config.critic_api_base or config.api_base),
         "user_model": spec(user, config.user_api_base or config.api_base),
     }, embedded
+
+
+def self_review_note(config: RunConfig, modes: list[str], strategies: list[str]) -> str | None:
+    """One line when the tested model critiques or judges its own plan (no --critic-model /
+    --judge-model): the paper used a separate, stronger critic."""
+    from critique.strategies import STRATEGIES
+
+    roles = []
+    uses_critic = any(STRATEGIES[s].critic_role == "critic_model" for s in strategies if s in STRATEGIES)
+    if "refine" in modes and uses_critic and not config.critic_model:
+        roles.append("critiquing")
+    if set(modes) - {"direct"} and not config.no_judge and not (config.judge_model or config.critic_model):
+        roles.append("judging")
+    if not roles:
+        return None
+    return (f"No {'/'.join(r for r, on in (('--critic-model', 'critiquing' in roles), ('--judge-model', True)) if on)}"
+            f" given: the tested model is {' and '.join(roles)} its own plan "
+            "(the paper used a separate, stronger critic).")
 
 
 def register_providers(specs: dict[str, ModelSpec]) -> None:

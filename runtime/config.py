@@ -42,6 +42,7 @@ class RunSettings(BaseModel):
     seed: int = 0
     critic_model: str | None = None
     judge_model: str | None = None
+    auditor_model: str | None = Field(default=None, description="Leak auditor model (default: the judge's).")
     user_model: str | None = None
     api_base: str | None = None
     critic_api_base: str | None = None
@@ -54,6 +55,7 @@ class RunSettings(BaseModel):
     cache_dir: Path | None = None
     strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")
     no_judge: bool = Field(default=False, description="Skip the plan judge of p0 and p1.")
+    no_auditor: bool = Field(default=False, description="Guard critiques with the rules alone (no leak auditor).")
     sandbox: Literal[SANDBOXES] = Field(  # type: ignore[valid-type]
         default="inproc",
         description="Where env servers run: inproc (no container), docker (containers; exit 2 "

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Callable, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from critique.auditor import LeakAuditor
 from critique.critic import CriticResult
 from critique.judge import JudgeResult, PlanJudge
 from critique.strategies import Strategy
@@ -76,6 +77,7 @@ class EpisodeContext:
     max_steps: int
     strategy: Strategy
     judge: bool = True
+    auditor: bool = True
 
     def client(self, role: str, purpose: str) -> ChatModel:
         context = {"env": self.key.env, "domain": self.key.domain, "task_id": self.key.task_id,
@@ -149,7 +151,11 @@ def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     if strategy.critic_role is None:
         return {}
     purpose = "critic" if strategy.critic_role == "critic_model" else "self-critic"
-    critic = strategy.critic(ctx.client(strategy.critic_role, purpose))
+    settings = strategy.settings
+    auditor = None
+    if ctx.auditor and settings.guarded and settings.sees_supervision:
+        auditor = LeakAuditor(ctx.client("auditor_model", "auditor"))
+    critic = strategy.critic(ctx.client(strategy.critic_role, purpose), auditor=auditor)
     supervision = state["supervision"] if strategy.settings.sees_supervision else None
     return {"critic": critic.critique(state["view"], supervision, state["p0"])}
 

@@ -47,6 +47,7 @@ class EpisodeMatrix:
     retry_errors: bool = False
     strategies: list[Strategy] = field(default_factory=lambda: [STRATEGIES[DEFAULT_STRATEGY]])
     judge: bool = True
+    auditor: bool = True
     keys: list[EpisodeKey] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -71,7 +72,7 @@ def run_episode(matrix: EpisodeMatrix, key: EpisodeKey) -> EpisodeRecord:
                          planner_name=matrix.planner_name, make_planner=matrix.make_planner,
                          meter=meter, max_steps=matrix.max_steps,
                          strategy=STRATEGIES[key.strategy or DEFAULT_STRATEGY],
-                         judge=matrix.judge and key.mode != "direct")
+                         judge=matrix.judge and key.mode != "direct", auditor=matrix.auditor)
     try:
         state: EpisodeState = episode_graph().invoke({}, {"recursion_limit": 50}, context=ctx)
     except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised

@@ -109,11 +109,11 @@ def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) 
 # Rough per-episode call counts and token sizes, for the dry-run's cost estimate only.
 CALLS = {"direct": {"executor": 12, "user": 8},
          "plan-first": {"planner": 1, "judge": 1, "executor": 12, "user": 8},
-         "refine": {"planner": 0, "judge": 1, "critic": 1, "reviser": 1, "executor": 12, "user": 8}}
-TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (7000, 400), "judge": (7000, 300),
+         "refine": {"planner": 0, "judge": 1, "critic": 1, "auditor": 1, "reviser": 1, "executor": 12, "user": 8}}
+TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (7000, 400), "judge": (7000, 300), "auditor": (2500, 60),
           "executor": (7000, 150), "user": (1500, 60)}
 ROLE_OF = {"planner": "model", "reviser": "model", "executor": "model", "critic": "critic",
-           "judge": "judge", "user": "user"}
+           "judge": "judge", "auditor": "auditor", "user": "user"}
 
 
 def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
@@ -133,12 +133,13 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
         for model in config.models:
             roles = {"model": model, "critic": config.critic_model or model,
                      "judge": config.judge_model or config.critic_model or model,
+                     "auditor": config.auditor_model or config.judge_model or config.critic_model or model,
                      "user": config.user_model or model}
             episodes = n_tasks * config.trials * len(config.modes)
             calls = cost = 0.0
             for mode in config.modes:
                 for purpose, count in CALLS[mode].items():
-                    if purpose == "judge" and config.no_judge:
+                    if (purpose == "judge" and config.no_judge) or (purpose == "auditor" and config.no_auditor):
                         continue
                     n = count * n_tasks * config.trials
                     calls += n

@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="tested model (planner, reviser, executor), a litellm model name")
     p.add_argument("--critic-model", help="critic model (default: --model)")
     p.add_argument("--judge-model", help="plan judge model (default: --critic-model)")
+    p.add_argument("--auditor-model", help="leak auditor model: reads each guarded critique for "
+                   "leaks the rules miss (default: --judge-model)")
     p.add_argument("--user-model", help="user simulator model (default: --model)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role, e.g. a vLLM server")
     p.add_argument("--critic-api-base")
@@ -62,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
                    "package.module:Class (default llm)")
     p.add_argument("--no-judge", action="store_true", default=None,
                    help="skip the plan judge (p0/p1 correctness, grade, E1–E6)")
+    p.add_argument("--no-auditor", action="store_true", default=None,
+                   help="guard critiques with the rules alone (no leak auditor)")
     p.add_argument("--sandbox", choices=SANDBOXES,
                    help="where env servers run: inproc (default: no container), docker (Docker "
                    "containers; exit 2 without an engine), auto (containers if an engine answers)")

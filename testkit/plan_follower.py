@@ -3,9 +3,11 @@
 * the planner writes a deliberately wrong ``p0``: the task's reference actions without the last
   state-changing write, each as a tool-chain step whose ``parameter_description`` is the JSON
   arguments;
-* the critic reveals the reference (``REFERENCE_ACTIONS=[...]`` in its rationale) — under the
+* the critic reveals the reference (``REFERENCE_ACTIONS=[...]`` in its rationale, or with
+  ``disguised`` the reference in many disguises, ``testkit.disguised_leak``) — under the
   ``leaky`` strategy that reaches the reviser, under ``anti-leak`` the guard removes it;
 * the reviser applies revealed reference actions when it can read them, else keeps ``p0``;
+* the leak auditor is the scripted overlap stand-in (``testkit.leak_auditor``);
 * the executor performs exactly the steps of the plan in its instructions, then says the plan's
   summary; the user opens with the task's reason for calling and stops at the first answer.
 
@@ -28,7 +30,9 @@ from typing import Any
 
 from envs.base import TaskSelection
 from envs.tau2 import tasks as tau2_tasks
+from testkit.disguised_leak import decode, disguised_rationale
 from testkit.gold import opening_words, last_state_changing_write
+from testkit.leak_auditor import overlap_auditor
 from testkit.roles import JUDGE_P0
 from testkit.scripted import register_script, text, tool_call
 
@@ -63,6 +67,9 @@ class PlanFollowingRoles:
     noise: float = 0.0
     wrong_share: float = 1.0
     """Share of suitable tasks whose p0 leaves out the write (by a stable hash of the task id)."""
+    disguised: bool = False
+    """The critic tells the reference in disguise (``testkit.disguised_leak``) instead of the
+    ``REFERENCE_ACTIONS=`` literal: the anti-leak control."""
 
     def model_name(self, name: str = "plan-follower") -> str:
         return register_script(name, self)
@@ -80,10 +87,15 @@ class PlanFollowingRoles:
             return text(json.dumps({"plan": _summary(task), "tool_chain": _plan_steps(steps)}))
         if purpose in ("critic", "self-critic"):
             revealed = [{"name": a.name, "arguments": a.arguments} for a in actions]
+            rationale = ("The plan stops before the goal is met. REFERENCE_ACTIONS=" + json.dumps(revealed))
+            if self.disguised:
+                rationale = disguised_rationale(revealed, seed=f"{domain}/{task.id}")
             return text(json.dumps({
                 "grade": 0.4, "errors": {"E1": False, "E2": True, "E3": False, "E4": False, "E5": False, "E6": False},
-                "rationale": "The plan stops before the goal is met. REFERENCE_ACTIONS=" + json.dumps(revealed),
+                "rationale": rationale,
             }))
+        if purpose == "auditor":
+            return overlap_auditor(request, context)
         if purpose == "reviser":
             return text(json.dumps(self._revise(request)))
         if purpose == "judge":
@@ -100,6 +112,13 @@ class PlanFollowingRoles:
     @staticmethod
     def _revise(request: dict[str, Any]) -> dict[str, Any]:
         prompt = request["messages"][-1]["content"]
+        current = json.loads(prompt.split("<current_plan>", 1)[1].split("</current_plan>", 1)[0])
+        critique = prompt.split("<critique>", 1)[-1].split("</critique>", 1)[0]
+        decoded = decode(critique)
+        if decoded:
+            steps = [{"name": a["name"], "parameter_description": json.dumps(a["arguments"], sort_keys=True),
+                      "reason": "read from the critique"} for a in decoded]
+            return {"plan": current["plan"], "tool_chain": steps}
         match = _REVEALED.search(prompt)
         if match:
             try:

@@ -1,6 +1,6 @@
 """A scripted stand-in for every role at once, dispatching on who is calling.
 
-``ScriptedRoles`` answers planner, critic, reviser (and judge) requests with fixed, valid JSON
+``ScriptedRoles`` answers planner, critic, reviser, judge (and leak auditor) requests with fixed, valid JSON
 and hands executor and user turns to another script (by default the τ² gold replay). Tests swap
 any one role for a script of their own (a leaking critic, a malformed one, ...).
 """
@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from testkit.leak_auditor import overlap_auditor
 from testkit.scripted import Script, register_script, text
 
 DEFAULT_PLAN = {
@@ -51,6 +52,7 @@ class ScriptedRoles:
     critic: Script = field(default_factory=lambda: fixed(DEFAULT_CRITIQUE))
     reviser: Script = field(default_factory=lambda: fixed(DEFAULT_REVISION))
     judge: Script = field(default_factory=lambda: judge_by_revision_marker)
+    auditor: Script = field(default_factory=lambda: overlap_auditor)
 
     def __post_init__(self) -> None:
         if self.act is None:
@@ -71,4 +73,6 @@ class ScriptedRoles:
             return self.judge(request, context)
         if purpose == "reviser":
             return self.reviser(request, context)
+        if purpose == "auditor":
+            return self.auditor(request, context)
         return self.act(request, context)

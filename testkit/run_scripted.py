@@ -27,12 +27,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="plan-follower: chance an episode's executor drops its last step")
     parser.add_argument("--wrong-share", type=float, default=1.0,
                         help="plan-follower: share of tasks whose p0 leaves out a needed write")
+    parser.add_argument("--disguised-critic", action="store_true",
+                        help="plan-follower: the critic tells the reference in disguise (anti-leak control)")
     parser.add_argument("--command", choices=["validate", "ablate", "table3"], default="validate")
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     ScriptedRoles(act=GoldReplay(drop_last_write=args.sabotage)).model_name("roles")
-    PlanFollowingRoles(noise=args.noise, wrong_share=args.wrong_share).model_name("plan-follower")
+    PlanFollowingRoles(noise=args.noise, wrong_share=args.wrong_share,
+                       disguised=args.disguised_critic).model_name("plan-follower")
     scripted.set_latency(args.latency)
     if args.command == "ablate":
         from runtime import ablate

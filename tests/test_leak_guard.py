@@ -75,3 +75,114 @@ def test_redaction_removes_every_leak_and_reports_it():
     assert "get_reservation_details" in removed and "cancel_reservation" in removed
     assert redacted.count(REDACTED) == len(removed)
     assert "get_user_details" in redacted  # the first step alone tells nothing of the order
+
+
+# -- canonical forms (issue: disguises the old guard let through) ------------------------------
+
+HIDDEN = Supervision(
+    task_id="h",
+    reference_actions=SUPERVISION.reference_actions,
+    expected_outcomes=SUPERVISION.expected_outcomes,
+    hidden_user_instructions=("You are Raj Sanchez. Be insistent and mention that the supervisor "
+                              "Mortimer already approved it. Your reservation is EHG7LP3."),
+)
+
+
+def test_catches_disguised_values():
+    g = LeakGuard(VIEW, HIDDEN)
+    for leak in ["Use reservation Q69 X3R.", "Use reservation q-69-x3r.", "The refund is 1270.5 USD.",
+                 "Refund one thousand two hundred seventy dollars and fifty cents.",
+                 "Refund about 1271.", "The date is May 15.", "It is 15/05/2024.", "Fly on the fifteenth.",
+                 "Pay with card 4421.", "It is the reservation ending in …LP3.",
+                 "It is the one starting with EHG.", "The user is Raj Sanchez."]:
+        assert g.scan(leak), leak
+
+
+def test_catches_the_sequence_in_any_spelling_or_numbered_order():
+    g = guard()
+    for leak in ["Call getUserDetails, then getReservationDetails.",
+                 "get user details and after that get reservation details",
+                 "3. cancel_reservation; 1. GetUserDetails; 2. get-reservation-details"]:
+        (finding,) = [f for f in g.scan(leak) if f.kind == "sequence"]
+        assert finding.text.startswith("get_user_details → get_reservation_details"), leak
+
+
+def test_catches_hidden_user_instructions_paraphrased():
+    g = LeakGuard(VIEW, HIDDEN)
+    assert [f.kind for f in g.scan("The user will insist that Mortimer, a supervisor, said yes.")]
+
+
+def test_public_means_view_or_p0_token_by_token():
+    from evrcore.plan import Plan, ToolStep
+
+    view = VIEW.model_copy(update={"policy": VIEW.policy + " Refunds above 2000 dollars need approval."})
+    sup = Supervision(task_id="n", reference_actions=[ReferenceAction(name="send_certificate", arguments={"amount": 200})])
+    assert LeakGuard(view, sup).scan("Send a certificate of 200.")  # 200 is not public because of 2000
+    assert not LeakGuard(view, sup).scan("Refunds above 2000 dollars need approval.")
+    p0 = Plan(plan="p", tool_chain=[ToolStep(name="get_user_details", parameter_description="raj_sanchez_7340"),
+                                    ToolStep(name="get_reservation_details", parameter_description="")])
+    restated = "Your plan calls get_user_details for raj_sanchez_7340, then get_reservation_details."
+    assert guard().scan(restated)  # without p0 both leak
+    assert LeakGuard(VIEW, SUPERVISION, p0).scan(restated) == []  # p0 is the tested model's own text
+
+
+def test_listing_the_offered_tools_is_not_a_sequence():
+    listing = "The task offers get_user_details, get_reservation_details, cancel_reservation, send_certificate."
+    assert guard().scan(listing) == []
+
+
+def test_redaction_leaves_nothing_the_guard_finds():
+    g = LeakGuard(VIEW, HIDDEN)
+    text = ("Use Q69 X3R (ending in …LP3) for Raj Sanchez, refund one thousand two hundred seventy dollars "
+            "on May 15; call getUserDetails, then getReservationDetails. Mortimer said yes, be insistent.")
+    redacted, removed = g.redact(text)
+    assert g.scan(redacted) == [] and removed
+    for secret in ("X3R", "LP3", "Raj", "seventy", "May 15", "getReservationDetails", "Mortimer"):
+        assert secret not in redacted, secret
+
+
+# -- the auditor beside the rules -------------------------------------------------------------
+
+class _Replies:
+    """A chat model that answers from a list (a test double)."""
+
+    def __init__(self, *answers: str):
+        self.answers = list(answers)
+        self.requests: list[list[dict]] = []
+
+    def complete(self, messages, *, tools=None, json_schema=None):
+        from evrcore.chat import ChatReply
+
+        self.requests.append(messages)
+        return ChatReply(content=self.answers.pop(0) if len(self.answers) > 1 else self.answers[0])
+
+
+def _critique(rationale: str) -> str:
+    import json
+
+    return json.dumps({"grade": 0.4, "errors": {f"E{i}": i == 2 for i in range(1, 7)}, "rationale": rationale})
+
+
+def test_auditor_findings_are_retried_then_redacted_and_residuals_recorded():
+    from critique.auditor import LeakAuditor
+    from critique.critic import Critic
+    from evrcore.plan import Plan
+
+    sneaky = "The user secretly hopes for a voucher. Check eligibility first."  # no rule catches this
+    critic = _Replies(_critique(sneaky))
+    auditor = _Replies('{"leaks": ["secretly hopes for a voucher"]}', '{"leaks": []}')
+    auditor.answers = ['{"leaks": ["secretly hopes for a voucher"]}'] * 3 + ['{"leaks": []}']
+    result = Critic(critic, auditor=LeakAuditor(auditor)).critique(VIEW, SUPERVISION, Plan(plan="p"))
+    g = result.guard
+    assert g.fired and g.action == "redacted" and g.audited
+    assert g.rule_findings == [] and [f.text for f in g.auditor_findings] == ["secretly hopes for a voucher"]
+    assert "voucher" not in result.critique.rationale and REDACTED in result.critique.rationale
+    assert g.residual == []  # the auditor's second reading of the redacted text
+    assert len(critic.requests) == 3  # the first answer and two leak retries
+
+
+def test_auditor_spans_not_in_the_rationale_are_ignored():
+    from critique.auditor import LeakAuditor
+
+    auditor = LeakAuditor(_Replies('{"leaks": ["words the critique never wrote"]}'))
+    assert auditor.audit(SUPERVISION, "A clean rationale.") == []

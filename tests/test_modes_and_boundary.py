@@ -143,3 +143,98 @@ def test_malformed_critic_is_retried_then_recorded_as_error(validate):
     assert record["status"] == "error"
     assert record["error"]["stage"] == "critique" and record["error"]["type"] == "CriticError"
     assert record["p0"] is not None and record["p1"] is None and record["score"] is None
+
+
+def _disguised_critic(request, context):
+    """A critic that plants what the old guard never listed: IDs spaced and lower-cased, the
+    reference sequence in camelCase, and a sentence of the user's hidden instructions."""
+    from critique.leak_corpus import hidden_sentences
+    from testkit.disguised_leak import disguised_rationale
+
+    view, supervision = Tau2Environment().load(context["domain"], context["task_id"])
+    actions = [{"name": a.name, "arguments": a.arguments} for a in supervision.reference_actions]
+    # a hidden sentence that tells something the view does not (words the view never uses);
+    # one made only of the policy's own words is the auditor's to catch, not the rules'
+    prompt = request["messages"][0]["content"] if request else ""
+    opening = prompt.split("<user_request>", 1)[-1].split("</user_request>", 1)[0] if prompt else ""
+    hidden = hidden_sentences(view.model_copy(update={"opening_request": opening}), supervision, {})
+    rationale = disguised_rationale(actions, seed=context["task_id"]) + "\nAlso: " + hidden[0]
+    return text(json.dumps(dict(DEFAULT_CRITIQUE, rationale=rationale)))
+
+
+@pytest.fixture
+def captured_by_task(monkeypatch):
+    """Every request the model layer sends, as (purpose, task id, request)."""
+    seen: list[tuple[str, str, dict]] = []
+    original = ModelLayer.call
+
+    def call(self, spec, purpose, request, meter, context):
+        seen.append((purpose, str(context.get("task_id")), request))
+        return original(self, spec, purpose, request, meter, context)
+
+    monkeypatch.setattr(ModelLayer, "call", call)
+    return seen
+
+
+def test_disguised_and_hidden_leaks_never_reach_planner_reviser_or_executor(validate, captured_by_task):
+    from critique.leak_guard import LeakGuard
+    from testkit.disguised_leak import decode
+
+    model = ScriptedRoles(critic=_disguised_critic).model_name("roles-disguised")
+    # the rules alone: the auditor (a second line) would hide a gap in them
+    code, records = validate("--env", "tau2", "--mode", "refine", "--domain", "airline",
+                             "--tasks", TASKS, "--model", model, "--no-auditor")
+    assert code == 0 and len(records) == 3
+    guards = {}
+    planted = {}
+    for record in records:
+        assert record["status"] == "ok", record["error"]
+        assert record["guard"]["fired"] and record["guard"]["action"] == "redacted"
+        view, supervision = Tau2Environment().load("airline", record["key"]["task_id"])
+        view = view.model_copy(update={"opening_request": record["opening_request"]})
+        guards[record["key"]["task_id"]] = LeakGuard(view, supervision)
+        critic_prompt = {"messages": [{"content": f"<user_request>{record['opening_request']}</user_request>"}]}
+        raw = json.loads(_disguised_critic(critic_prompt, {"domain": "airline", "task_id": record["key"]["task_id"]})["content"])
+        planted[record["key"]["task_id"]] = raw["rationale"]
+        assert decode(record["critique"]["rationale"]) is None  # the reference can no longer be read back
+    checked = 0
+    for purpose, task_id, request in captured_by_task:
+        if purpose in ("planner", "reviser"):
+            sent = "\n".join(str(m.get("content") or "") for m in request["messages"])
+        elif purpose == "executor":
+            sent = request["messages"][0]["content"]  # tool results legitimately carry DB values
+        else:
+            continue
+        checked += 1
+        guard = guards[task_id]
+        # the view itself lists the offered tools (in an order that may match the reference's),
+        # so whole requests are checked for values; the critique they carry for sequences too
+        values = [f for f in guard.scan(sent) if f.kind != "sequence"]
+        assert values == [], (purpose, task_id, values)
+        if purpose == "reviser":
+            critique = sent.split("<critique>", 1)[1].split("</critique>", 1)[0]
+            assert guard.scan(critique) == [], guard.scan(critique)
+        assert planted[task_id].rsplit("Also: ", 1)[1] not in sent
+    assert checked >= 3 * 3
+
+
+def test_the_disguised_reference_reaches_the_reviser_only_when_leaky(validate, tmp_path):
+    """The anti-leak control's mechanism on two tasks: under ``leaky`` the scripted reviser reads
+    the disguised reference back into p1; under ``anti-leak`` the guard leaves it nothing to read."""
+    from testkit.plan_follower import PlanFollowingRoles, suitable_tasks
+
+    model = PlanFollowingRoles(disguised=True).model_name("plan-follower-disguised")
+    tasks = suitable_tasks("airline", limit=2)
+    p1 = {}
+    for strategy in ("leaky", "anti-leak"):
+        code, records = validate("--env", "tau2", "--mode", "refine", "--domain", "airline",
+                                 "--task-ids", ",".join(tasks), "--model", model, "--strategy", strategy,
+                                 out=tmp_path / strategy)
+        assert code == 0 and all(r["status"] == "ok" for r in records)
+        p1[strategy] = {r["key"]["task_id"]: r for r in records}
+    for task in tasks:
+        _, supervision = Tau2Environment().load("airline", task)
+        leaky, guarded = p1["leaky"][task], p1["anti-leak"][task]
+        assert [s["name"] for s in leaky["p1"]["tool_chain"]] == [a.name for a in supervision.reference_actions]
+        assert guarded["p1"]["tool_chain"] == guarded["p0"]["tool_chain"]
+        assert guarded["guard"]["action"] == "redacted" and guarded["guard"]["rule_findings"]

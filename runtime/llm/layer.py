@@ -36,7 +36,7 @@ from evrcore.chat import ChatReply  # noqa: E402
 litellm.suppress_debug_info = True
 litellm.drop_params = True
 
-ROLES = ("model", "critic_model", "judge_model", "user_model")
+ROLES = ("model", "critic_model", "judge_model", "auditor_model", "user_model")
 """``model`` is the tested model: planner, reviser and executor."""
 
 CALL_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(

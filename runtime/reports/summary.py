@@ -1,6 +1,7 @@
 """The end-of-run summary: per mode (and critique strategy), the mean of the benchmark's score,
 n, errors (rate, and how many were infrastructure's), plan-judge correctness p0 → p1, guard
-firings, tokens and cost; warnings when errors could bias the comparison."""
+firings, tokens and cost; warnings when errors could bias the comparison; and the leak figures
+(critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.table import Table
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
 from runtime.reports import categories
 from runtime.reports.stats import arm_errors, error_warnings
+from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.records import MODES, EpisodeRecord
 
 
@@ -41,6 +43,7 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "score_name": r.score_name, "turns": r.turns, "cost_usd": total.get("cost_usd", 0.0),
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
+            **leak_columns(r),
             "p0_correct": _judged(r.judge_p0, "is_correct"), "p0_grade": _judged(r.judge_p0, "grade"),
             "p1_correct": _judged(r.judge_p1, "is_correct"), "p1_grade": _judged(r.judge_p1, "grade"),
         }
@@ -80,6 +83,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "cost_usd": float(part["cost_usd"].sum()),
                 "guard_fired": int(part["guard_fired"].sum()),
                 **_error_fields(part),
+                **leak_figures(part),
             }
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
     if not df.empty:
@@ -118,5 +122,7 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
     console.print(table)
     for warning in summary.get("error_warnings", []):
         console.print(f"[yellow]warning:[/] {warning}")
+    if (leaks := leak_table(summary["by_arm"], title)) is not None:
+        console.print(leaks)
     if summary.get("by_category"):
         console.print(categories.category_table(summary["by_category"], title=f"{title} — per category"))
