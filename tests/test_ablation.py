@@ -60,7 +60,11 @@ def test_strategies_execute_from_the_same_p0(ablation_run):
         # so anti-leak may fix some plans — but never with a value only the reference holds.
         view, supervision = Tau2Environment().load("airline", task)
         view = view.model_copy(update={"opening_request": guarded["opening_request"]})
-        leaked = [v for v in supervision.supervision_only_values(view) if v in json.dumps(guarded["p1"])]
+        # p0 is the tested model's own text (public by the guard's rule), so a value already in
+        # p0 is no leak; one that appears in p1 only could have come from the critique.
+        p0_text = json.dumps(guarded["p0"])
+        leaked = [v for v in supervision.supervision_only_values(view)
+                  if v in json.dumps(guarded["p1"]) and v not in p0_text]
         assert not leaked
         assert guarded["score"] <= leaky["score"]
 
