@@ -44,7 +44,7 @@ _env.globals["SUPERVISION_NOTE"] = SUPERVISION_NOTE
 
 def task_slug(env: str, domain: str, task_id: str) -> str:
     """A file name for a task page: readable, and unique through a short hash of the task key."""
-    readable = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{env}-{domain}-{task_id}").strip("-.")[:60]
+    readable = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{env}-{domain}-{task_id}").strip("-")[:60]
     digest = hashlib.sha256(f"{env}\0{domain}\0{task_id}".encode()).hexdigest()[:8]
     return f"{readable}-{digest}"
 
