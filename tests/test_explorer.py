@@ -5,36 +5,15 @@ outside a labelled section; flips and errored episodes listed; content escaped."
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from explorer_run import ERROR_MESSAGE, scripted_run
 from html_tree import Node, parse
 from runtime import report as report_cli
-from runtime.records import EpisodeKey, EpisodeRecord, StageError
 from runtime.reports import episode_view, explorer
 from runtime.store import RunStore
-
-ERROR_MESSAGE = "429 from the provider after 5 retries"
-
-
-def scripted_run(out: Path) -> Path:
-    """``validate --mode all`` on airline tasks 0 and 1 with scripted roles, plus one errored
-    episode appended the way the runner records one."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "testkit.run_scripted", "--", "--env", "tau2", "--mode", "all",
-         "--domain", "airline", "--task-ids", "0,1", "--model", "scripted/roles", "--out", str(out),
-         "--no-cache"], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    key = EpisodeKey(env="tau2", domain="airline", task_id="0", mode="refine", model="scripted/roles",
-                     trial=1, strategy="anti-leak")
-    RunStore(out).append(EpisodeRecord(
-        run_id="errored", key=key, record_id=key.id(), status="error", seed=7,
-        error=StageError(stage="critique", type="RateLimitError", message=ERROR_MESSAGE),
-        started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:00:01+00:00"))
-    return out
 
 
 @pytest.fixture(scope="module")
