@@ -2,7 +2,7 @@
 
     python scripts/explorer_screenshot.py RUN_FOLDER OUT_DIR [--task TEXT]
 
-Writes ``explorer-index.png`` (the top of the index down to the flips) and
+Writes ``explorer-index.png`` (the index's flips) and
 ``explorer-episode.png`` (the first Refine episode of the first task whose link contains TEXT,
 opened). Build the report first: ``python -m runtime.report RUN_FOLDER``.
 """
@@ -39,9 +39,10 @@ def main() -> int:
                                                        args=ARGS, viewport={"width": args.width, "height": 900})
         page = context.new_page()
         page.goto(index.as_uri(), wait_until="load")
-        bottom = page.locator("#errors").bounding_box()
-        page.screenshot(path=str(args.out / "explorer-index.png"),
-                        clip={"x": 0, "y": 0, "width": args.width, "height": bottom["y"] - 10})
+        top, bottom = page.locator("#flips").bounding_box(), page.locator("#errors").bounding_box()
+        height = min(bottom["y"] - top["y"], 700)
+        page.screenshot(path=str(args.out / "explorer-index.png"), full_page=True,
+                        clip={"x": 0, "y": top["y"] - 10, "width": args.width, "height": height})
         page.locator("#task-table a", has_text=args.task).first.click()
         page.wait_for_load_state("load")
         panel = page.locator("details.episode[data-record*='|refine|']").first

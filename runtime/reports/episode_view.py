@@ -213,7 +213,7 @@ def view(record: EpisodeRecord) -> dict[str, Any]:
         "critique": critique(record), "judge_p0": judgement(record.judge_p0),
         "judge_p1": judgement(record.judge_p1), "conversation": conversation(record.messages),
         "evaluation": evaluation(record), "reused": record.reused,
-        "usage": {p: u for p, u in (record.usage.get("by_purpose") or {}).items()},
+        "usage": dict(record.usage.get("by_purpose") or {}),
         "tokens": _tokens(record.usage.get("total") or {}), "cost": (record.usage.get("total") or {}).get("cost_usd"),
         "timings": record.timings_s, "started_at": record.started_at, "finished_at": record.finished_at,
     }
