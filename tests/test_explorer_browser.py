@@ -39,7 +39,7 @@ def browser_page(tmp_path_factory):
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("profile")), executable_path=path, headless=True, args=CHROMIUM_ARGS)
         page = context.new_page()
-        page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        page.on("console", lambda m: m.type in ("error", "warning") and problems.append(f"console {m.type}: {m.text}"))
         page.on("pageerror", lambda e: problems.append(f"script error: {e}"))
         page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
         yield folder, page, problems
@@ -77,6 +77,9 @@ def test_pages_load_and_every_episode_opens_with_its_parts(browser_page):
             assert plans.count() == {"direct": 0, "plan-first": 1, "refine": 2}[mode]
             for j in range(plans.count()):
                 assert plans.nth(j).is_visible() and plans.nth(j).inner_text().strip()
+            results = panel.locator("pre.result.json")
+            if results.count():  # JSON tool results are indented once their panel opens
+                assert results.first.inner_text().startswith('{\n  "')
             if mode == "refine":
                 assert panel.locator(".critique").is_visible()
                 assert "grade" in panel.locator(".critique").inner_text()

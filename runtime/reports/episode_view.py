@@ -126,17 +126,14 @@ def judgement(stored: dict[str, Any] | None) -> dict[str, Any] | None:
             "reasoning": j.get("reasoning", ""), "attempts": stored.get("attempts"), "failure": None}
 
 
-def _pretty(text: Any) -> str:
-    """JSON text indented for reading; anything else as it is."""
-    if not isinstance(text, str):
-        return json.dumps(text, indent=2, ensure_ascii=False, default=str)
-    stripped = text.strip()
-    if stripped[:1] in "{[":
-        try:
-            return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
-        except ValueError:
-            pass
-    return text
+def _as_text(value: Any) -> str:
+    """Stored text as it is; anything else as compact JSON. JSON is indented in the browser when
+    its panel opens (indenting here costs more than the rest of the page together)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def looks_like_json(text: str) -> bool:
+    return text.lstrip()[:1] in ("{", "[")
 
 
 def conversation(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -154,9 +151,9 @@ def conversation(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             fn = call.get("function", {})
             answer = results.get(call.get("id"))
             calls.append({"id": call.get("id"), "name": fn.get("name", "?"),
-                          "arguments": _pretty(fn.get("arguments", "")),
-                          "result": None if answer is None else _pretty(answer.get("content", ""))})
-        turns.append({"role": role, "who": _WHO.get(role, role), "content": _pretty(m.get("content") or ""),
+                          "arguments": _as_text(fn.get("arguments", "")),
+                          "result": None if answer is None else _as_text(answer.get("content", ""))})
+        turns.append({"role": role, "who": _WHO.get(role, role), "content": _as_text(m.get("content") or ""),
                       "calls": calls})
     return turns
 
@@ -175,17 +172,18 @@ def evaluation(record: EpisodeRecord) -> dict[str, Any]:
     if reward is not None:  # τ²-bench
         db = reward.get("db_check")
         if db:
-            checks.append({"name": "DB check", "ok": db.get("db_match"), "detail": _pretty(db)})
+            checks.append({"name": "DB check", "ok": db.get("db_match"), "detail": _as_text(db)})
         for c in reward.get("action_checks") or []:
             action = c.get("action", {})
-            args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (action.get("arguments") or {}).items())
+            arguments = (action.get("arguments") or {}).items()
+            args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments)
             checks.append({"name": f"reference action: {action.get('name', '?')}({args})",
                            "ok": c.get("action_match"), "detail": None})
         for c in reward.get("communicate_checks") or []:
             checks.append({"name": f"communicate: {c.get('info', '')}", "ok": c.get("met"),
                            "detail": c.get("justification")})
         for c in reward.get("env_assertions") or []:
-            checks.append({"name": "env assertion", "ok": c.get("met"), "detail": _pretty(c.get("env_assertion", c))})
+            checks.append({"name": "env assertion", "ok": c.get("met"), "detail": _as_text(c.get("env_assertion", c))})
         for c in reward.get("nl_assertions") or []:
             checks.append({"name": f"NL assertion: {c.get('nl_assertion', '')}", "ok": c.get("met"),
                            "detail": c.get("justification")})
@@ -197,7 +195,7 @@ def evaluation(record: EpisodeRecord) -> dict[str, Any]:
         if info.get("exception"):
             checks.append({"name": f"exception: {info.get('exception_type')}", "ok": False,
                            "detail": info["exception"]})
-    return {"breakdown": record.breakdown, "checks": checks, "raw": _pretty(info) if info else ""}
+    return {"breakdown": record.breakdown, "checks": checks, "raw": _as_text(info) if info else ""}
 
 
 def view(record: EpisodeRecord) -> dict[str, Any]:

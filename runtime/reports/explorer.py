@@ -39,6 +39,7 @@ def _score(value: float | None) -> str:
 
 
 _env.filters["score"] = _score
+_env.filters["json_class"] = lambda text: "json" if text and episode_view.looks_like_json(text) else ""
 _env.globals["SUPERVISION_NOTE"] = SUPERVISION_NOTE
 
 
