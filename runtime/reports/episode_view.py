@@ -188,10 +188,11 @@ def evaluation(record: EpisodeRecord) -> dict[str, Any]:
             checks.append({"name": f"NL assertion: {c.get('nl_assertion', '')}", "ok": c.get("met"),
                            "detail": c.get("justification")})
     elif "milestone_mapping" in info:  # ToolSandbox
-        for kind in ("milestone", "minefield"):
-            for index, matched in (info.get(f"{kind}_mapping") or {}).items():
-                checks.append({"name": f"{kind} {index}", "ok": None,
-                               "detail": f"matched to snapshots/similarity {matched}"})
+        for kind in ("milestone", "minefield"):  # index → (snapshot index, similarity)
+            for index, (snapshot, similarity) in (info.get(f"{kind}_mapping") or {}).items():
+                hit = similarity >= 1.0 if kind == "milestone" else similarity > 0.0
+                checks.append({"name": f"{kind} {index}: snapshot {snapshot}, similarity {similarity:.2f}",
+                               "ok": hit if kind == "milestone" else not hit, "detail": None})
         if info.get("exception"):
             checks.append({"name": f"exception: {info.get('exception_type')}", "ok": False,
                            "detail": info["exception"]})
