@@ -183,13 +183,13 @@ def test_toolsandbox_milestones_and_minefields_are_shown_under_the_label(tmp_pat
         run_id="ts", key=key, record_id=key.id(), status="ok", seed=1, score=0.5, score_name="similarity",
         breakdown=breakdown, messages=[{"role": "user", "content": "Send a message to Fredrik"}],
         score_info={"scenario": key.task_id, "categories": ["multiple_tool_call"], "exception_type": None,
-                    "milestone_mapping": {"0": [2, 1.0], "1": [5, 0.0]}, "minefield_mapping": {"0": [1, 0.0]},
+                    "milestone_mapping": {"0": [2, 1.0], "1": [5, 0.0], "2": [6, 0.5]}, "minefield_mapping": {"0": [1, 0.0]},
                     **breakdown},
         started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:00:01+00:00")
     checks = episode_view.evaluation(record)["checks"]
     assert [(c["name"], c["ok"]) for c in checks] == [
         ("milestone 0: snapshot 2, similarity 1.00", True), ("milestone 1: snapshot 5, similarity 0.00", False),
-        ("minefield 0: snapshot 1, similarity 0.00", True)]
+        ("milestone 2: snapshot 6, similarity 0.50", None), ("minefield 0: snapshot 1, similarity 0.00", True)]
     explorer.write(tmp_path, [record], "ts")
     page = parse(next((tmp_path / "explorer" / "tasks").glob("*.html")).read_text(encoding="utf-8"))
     labelled = " ".join(b.text() for b in page.by_class("supervision"))

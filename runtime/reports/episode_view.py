@@ -190,9 +190,12 @@ def evaluation(record: EpisodeRecord) -> dict[str, Any]:
     elif "milestone_mapping" in info:  # ToolSandbox
         for kind in ("milestone", "minefield"):  # index → (snapshot index, similarity)
             for index, (snapshot, similarity) in (info.get(f"{kind}_mapping") or {}).items():
-                hit = similarity >= 1.0 if kind == "milestone" else similarity > 0.0
+                if kind == "milestone":  # met, missed, or partly matched (shown as its similarity)
+                    ok = True if similarity >= 1.0 else False if similarity <= 0.0 else None
+                else:  # a minefield is avoided when nothing matched it
+                    ok = similarity <= 0.0
                 checks.append({"name": f"{kind} {index}: snapshot {snapshot}, similarity {similarity:.2f}",
-                               "ok": hit if kind == "milestone" else not hit, "detail": None})
+                               "ok": ok, "detail": None})
         if info.get("exception"):
             checks.append({"name": f"exception: {info.get('exception_type')}", "ok": False,
                            "detail": info["exception"]})
