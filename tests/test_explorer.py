@@ -195,3 +195,23 @@ def test_toolsandbox_milestones_and_minefields_are_shown_under_the_label(tmp_pat
     labelled = " ".join(b.text() for b in page.by_class("supervision"))
     assert "milestone 1: snapshot 5" in labelled and "minefield 0" in labelled
     assert "milestone" not in page.text(skip=lambda n: "supervision" in n.classes).replace("milestone_similarity", "")
+
+
+def test_what_the_guard_found_and_removed_is_shown_only_under_the_label(run_folder, tmp_path):
+    secret = "ZX81Q7"  # a value only the supervision holds, as the guard reports it
+    records = []
+    for r in RunStore(run_folder).records():
+        if r.key.mode == "refine" and r.status == "ok":
+            r = r.model_copy(update={"guard": {
+                "fired": True, "action": "redacted", "critic_attempts": 3, "removed": [secret],
+                "findings": [{"kind": "value", "text": secret},
+                             {"kind": "sequence", "text": "get_user_details → cancel_reservation"}]}})
+        records.append(r)
+    explorer.write(tmp_path, records, "guard")
+    for path in (tmp_path / "explorer" / "tasks").glob("*.html"):
+        page = parse(path.read_text(encoding="utf-8"))
+        guard = page.by_class("guard")[0].text()
+        assert "fired: yes" in guard and "action: redacted" in guard and "critic attempts: 3" in guard
+        assert guard.count(secret) == 2 and "sequence: get_user_details → cancel_reservation" in guard
+        assert explorer.SUPERVISION_NOTE in guard
+        assert secret not in page.text(skip=lambda n: "supervision" in n.classes)
