@@ -32,7 +32,7 @@ from runtime.reports.stats import (  # noqa: E402
 )
 from runtime.store import RunStore  # noqa: E402
 from runtime.reports.summary import frame  # noqa: E402
-from runtime.reports import leaks  # noqa: E402
+from runtime.reports import explorer, leaks  # noqa: E402
 
 ARMS = ("direct", "plan-first", "refine")
 
@@ -243,5 +243,7 @@ def build(folder: Path, title: str | None = None) -> dict[str, Path]:
     body = pd.DataFrame(flat).to_html(index=False, float_format=lambda v: f"{v:.3f}")
     figures = "".join(f'<p><img src="{p.name}" alt="{p.stem}"></p>' for p in images)
     paths["html"].write_text(f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                             f"<h1>{html.escape(title)}</h1>{figures}{body}", encoding="utf-8")
+                             f"<h1>{html.escape(title)}</h1>{figures}{body}"
+                             f"<p><a href='{explorer.FOLDER}/index.html'>Episode explorer</a></p>", encoding="utf-8")
+    paths.update(explorer.write(folder, records, title, summary_markdown=md, images=images))
     return paths
