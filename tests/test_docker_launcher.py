@@ -1,4 +1,4 @@
-"""The docker launcher (``envs.docker_launcher``): env servers in containers.
+"""The docker launcher (``envs.docker``): env servers in containers.
 
 Unit tests need no engine: image tags (stable, and changing with what goes into the image),
 the Dockerfile cut down to a target, stdout/stderr demultiplexing, the one-line message when no
@@ -13,6 +13,7 @@ why, when no engine answers or the image for the current inputs has not been bui
 from __future__ import annotations
 
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from envs import docker_launcher as dl
+from envs import docker as dl
 from envs import protocol as p
 from envs.server_client import ServerCrashed, ServerTimeout
 
@@ -118,7 +119,7 @@ def test_the_build_context_holds_only_what_the_target_copies(repo, tmp_path):
 # ---- stdout/stderr demultiplexing ----------------------------------------------------------------
 
 def test_frames_become_whole_lines_per_stream():
-    out, err = dl._Lines(), dl._Lines()
+    out, err = dl.LineQueue(), dl.LineQueue()
     frames = [(1, b'{"a":'), (2, b"warn"), (1, b'1}\n{"b":2}\n{"c"'), (2, b"ing\n"), (1, b":3}\n"),
               (1, b"tail")]
     dl.demux_lines(iter(frames), out, err)
@@ -131,7 +132,7 @@ def test_a_broken_stream_still_ends_both_readers():
         yield (1, b"line\n")
         raise ConnectionResetError("gone")
 
-    out, err = dl._Lines(), dl._Lines()
+    out, err = dl.LineQueue(), dl.LineQueue()
     dl.demux_lines(frames(), out, err)
     assert list(out) == [b"line\n"] and list(err) == []
 
@@ -220,10 +221,10 @@ def tau2_image(engine):
     try:
         tag = dl.build_inputs("env-tau2", engine, pull=False).tag()
     except dl.ImageBuildError as exc:
-        pytest.skip(f"{exc} (set EVR_DOCKER_BASE_IMAGE; scripts/docker-ci.sh makes one)")
+        pytest.skip(str(exc))
     if not dl.image_exists(engine, tag):
         pytest.skip(f"no {tag} image for the current inputs: build it with `python -m "
-                    "envs.docker_launcher build` (scripts/docker-ci.sh does, then runs these)")
+                    "envs.docker build` (scripts/docker-ci.sh does, then runs these)")
     return tag
 
 
@@ -247,7 +248,7 @@ def fake(engine, tau2_image, tmp_path):
 
 
 def _ours(client) -> list[str]:
-    owner = dl._owner()
+    owner = dl.owner_id()
     return [c.name for c in client.containers.list(all=True, filters={"label": dl.LABEL})
             if c.labels.get(dl.OWNER_LABEL) == owner]
 
@@ -274,7 +275,7 @@ def test_a_container_serves_episodes_with_limits_and_no_network(engine, fake, tm
     assert host["PidsLimit"] == 64 and host["ReadonlyRootfs"] is True
     assert host["CapDrop"] == ["ALL"]
     assert attrs["Config"]["User"] == "evr"
-    assert attrs["Config"]["Labels"][dl.OWNER_LABEL] == dl._owner()
+    assert attrs["Config"]["Labels"][dl.OWNER_LABEL] == dl.owner_id()
     servers.close()
     assert name not in _ours(engine)
     log = (tmp_path / "logs" / f"{name}.log").read_text()
@@ -372,10 +373,9 @@ def test_close_all_ends_containers_that_are_in_use(engine, fake):
 
 def test_stale_containers_of_dead_runtimes_are_swept(engine, tau2_image):
     container = engine.containers.create(tau2_image, ["sleep", "60"], labels={
-        dl.LABEL: "1", dl.OWNER_LABEL: f"{dl.socket.gethostname()}:999999"})
+        dl.LABEL: "1", dl.OWNER_LABEL: f"{socket.gethostname()}:999999"})
     try:
-        dl._SWEPT = False
-        assert container.name in dl._sweep_stale(engine)
+        assert container.name in dl.sweep_stale(engine)
     finally:
         try:
             container.remove(force=True)
