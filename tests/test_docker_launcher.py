@@ -12,6 +12,7 @@ why, when no engine answers or the image for the current inputs has not been bui
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import sys
@@ -206,6 +207,64 @@ def test_sandbox_is_a_config_key_with_closed_values():
         build({"sandbox": "podman"}, {}, source="run.yaml")
 
 
+# ---- which base image ----------------------------------------------------------------------------
+
+class _Images:
+    """A stand-in for ``client.images`` holding some local images; pulls fail (no registry)."""
+
+    def __init__(self, *local: str):
+        self.local = {name: f"sha256:{i}{name}" for i, name in enumerate(local)}
+        self.pulled: list[str] = []
+
+    def get(self, name):
+        import docker
+
+        if name not in self.local:
+            raise docker.errors.ImageNotFound(name)
+        return type("Image", (), {"id": self.local[name]})()
+
+    def pull(self, name):
+        self.pulled.append(name)
+        raise RuntimeError("dial tcp: lookup registry-1.docker.io: no such host")
+
+
+def _client(*local: str):
+    pytest.importorskip("docker", reason="the Docker SDK for Python is not installed")
+    return type("Client", (), {"images": _Images(*local)})()
+
+
+@pytest.mark.parametrize("local, variable, want", [
+    (("python:3.11-slim", dl.LOCAL_BASE_IMAGE), None, "python:3.11-slim"),
+    ((dl.LOCAL_BASE_IMAGE,), None, dl.LOCAL_BASE_IMAGE),     # after scripts/docker-ci.sh
+    ((dl.LOCAL_BASE_IMAGE, "mine:1"), "mine:1", "mine:1"),   # the variable wins
+])
+def test_the_base_image_is_found_without_a_variable(monkeypatch, local, variable, want):
+    if variable:
+        monkeypatch.setenv(dl.BASE_IMAGE_VAR, variable)
+    else:
+        monkeypatch.delenv(dl.BASE_IMAGE_VAR, raising=False)
+    client = _client(*local)
+    image, image_id, why = dl.choose_base_image(client)
+    assert (image, image_id) == (want, client.images.local[want]) and why
+    assert client.images.pulled == []
+    inputs = dl.build_inputs("env-tau2", client)
+    assert inputs.base_image == want and inputs.build_args["BASE_IMAGE"] == want
+
+
+def test_no_base_image_anywhere_is_one_line_naming_the_ways_out(monkeypatch):
+    monkeypatch.delenv(dl.BASE_IMAGE_VAR, raising=False)
+    client = _client()
+    with pytest.raises(dl.ImageBuildError) as info:
+        dl.choose_base_image(client)
+    assert client.images.pulled == ["python:3.11-slim"]
+    message = str(info.value)
+    assert "\n" not in message and dl.LOCAL_BASE_IMAGE in message
+    assert "scripts/docker-ci.sh" in message and dl.BASE_IMAGE_VAR in message
+    monkeypatch.setenv(dl.BASE_IMAGE_VAR, "mine:1")
+    with pytest.raises(dl.ImageBuildError, match=r"mine:1 \(from EVR_DOCKER_BASE_IMAGE\)"):
+        dl.choose_base_image(_client(dl.LOCAL_BASE_IMAGE), pull=False)
+
+
 # ---- with an engine -----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -280,6 +339,26 @@ def test_a_container_serves_episodes_with_limits_and_no_network(engine, fake, tm
     assert name not in _ours(engine)
     log = (tmp_path / "logs" / f"{name}.log").read_text()
     assert '"exit_code": 0' in log
+
+
+@pytest.mark.parametrize("ending", ["shutdown", "eof"])
+def test_a_closed_container_ends_by_itself_with_exit_0(engine, fake, tmp_path, ending):
+    """Closing a server half-closes the attach socket: the server in the container reads EOF and
+    ends (exit 0 in its log), even with a teardown slower than the grace period (τ²'s takes
+    seconds), instead of being killed after it (137)."""
+    launcher, pool = fake
+    launcher.command = [*launcher.command, "--slow-exit", "60"]
+    servers = pool(max_size=1)
+    with servers.lease() as server:
+        assert server.health()
+        name = server.container_name
+    if ending == "shutdown":
+        servers.close()            # the run's end: the shutdown op, then EOF
+    else:
+        server.kill(grace=3)       # EOF on stdin alone, then removal
+    assert name not in _ours(engine)
+    header = json.loads((tmp_path / "logs" / f"{name}.log").read_text().splitlines()[0])
+    assert (header["status"], header["exit_code"]) == ("exited", 0), header
 
 
 def test_a_crash_mid_episode_names_the_cause_and_removes_the_container(engine, fake, tmp_path):
