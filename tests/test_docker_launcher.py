@@ -450,6 +450,26 @@ def test_close_all_ends_containers_that_are_in_use(engine, fake):
     assert errors and _ours(engine) == []
 
 
+def test_sandbox_docker_finds_the_base_image_without_a_variable(engine, monkeypatch):
+    """After scripts/docker-ci.sh (it tags its base evr-base:local), `--sandbox docker` needs no
+    EVR_DOCKER_BASE_IMAGE, and says in one line which base it used."""
+    monkeypatch.delenv(dl.BASE_IMAGE_VAR, raising=False)
+    found = [b for b in (dl.DEFAULT_BASE_IMAGE, dl.LOCAL_BASE_IMAGE) if dl.image_exists(engine, b)]
+    if not found:
+        pytest.skip(f"neither {dl.DEFAULT_BASE_IMAGE} nor {dl.LOCAL_BASE_IMAGE} is on this engine "
+                    "(scripts/docker-ci.sh makes the second)")
+    expected = dl.build_inputs("env-tau2", engine, base_image=found[0], pull=False).tag()
+    if not dl.image_exists(engine, expected):
+        pytest.skip(f"no {expected} image for the current inputs (scripts/docker-ci.sh builds it)")
+    said: list[str] = []
+    env = dl.docker_environment("tau2", demanded=True, say=said.append)
+    try:
+        assert isinstance(env, dl.DockerEnvironment) and env.launcher.image == expected
+    finally:
+        env.close()
+    assert len(said) == 1 and f"base image {found[0]} (" in said[0], said
+
+
 def test_stale_containers_of_dead_runtimes_are_swept(engine, tau2_image):
     container = engine.containers.create(tau2_image, ["sleep", "60"], labels={
         dl.LABEL: "1", dl.OWNER_LABEL: f"{socket.gethostname()}:999999"})
