@@ -202,8 +202,13 @@ for a, b, want in (("inproc", "docker", {1.0}), ("inproc-sabotage", "docker-sabo
 logs = sorted((work / "docker" / "containers").glob("*.log"))
 assert len(logs) == 1, f"expected one container to serve every episode, got {len(logs)}"
 print(f"one container served {len(records('docker'))} episodes: {logs[0].name}")
+# A container closed at the end of a run ends by itself when its stdin closes: exit 0, not 137.
+for log in sorted(work.glob("docker*/containers/*.log")):
+    header = json.loads(log.read_text().splitlines()[0])
+    assert (header["status"], header["exit_code"]) == ("exited", 0), f"{log}: {header}"
+print("every container of those runs exited 0 when closed")
 PY
-passed "rewards equal in process and in a container (1.0 and 0.0)"
+passed "rewards equal in process and in a container (1.0 and 0.0); containers exit 0 when closed"
 
 # ---- 6. a container killed mid-run; Ctrl-C mid-run ---------------------------------------------
 say "killing the container mid-run"

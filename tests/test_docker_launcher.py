@@ -191,6 +191,32 @@ def test_demanded_docker_without_an_engine_exits_2_with_one_line(no_engine, tmp_
     assert not (tmp_path / "run" / "records.jsonl").exists()
 
 
+def test_the_command_line_without_an_engine_is_one_line_and_exit_2(no_engine, capsys):
+    from envs.docker.cli import main
+
+    assert main(["status"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: no Docker engine reachable (connection refused at unix:///var/run/docker.sock)"]
+
+
+@pytest.mark.parametrize("module", ["envs.docker", "envs.docker_launcher"])
+def test_the_command_line_runs_under_its_name_and_the_old_one(module):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: python -m {module} ") and "build" in done.stdout
+
+
+def test_the_old_module_name_is_the_same_api():
+    from envs import docker_launcher
+
+    assert docker_launcher.docker_environment is dl.docker_environment
+    assert docker_launcher.DockerLauncher is dl.DockerLauncher
+    assert set(dl.__all__) <= set(dir(docker_launcher))
+
+
 def test_a_missing_sdk_reads_as_no_engine(monkeypatch):
     monkeypatch.setitem(sys.modules, "docker", None)
     with pytest.raises(dl.DockerUnavailable, match=r"pip install 'docker>=7'"):
