@@ -101,10 +101,12 @@ print('\n'.join(p['dependencies'] + [d for e in extras for d in p['optional-depe
       > /tmp/requirements.txt \
  && pip-evr -r /tmp/requirements.txt "setuptools>=68" wheel && rm /tmp/requirements.txt
 COPY README.md /app/
+COPY evrcore/ /app/evrcore/
 COPY runtime/ /app/runtime/
 COPY critique/ /app/critique/
 COPY planners/ /app/planners/
 COPY envs/ /app/envs/
+COPY testkit/ /app/testkit/
 COPY configs/ /app/configs/
 RUN pip-evr --no-deps --no-build-isolation /app && python -c "import runtime.validate, tau2, langgraph, litellm" \
  && rm -rf /app/build /app/*.egg-info && mkdir -p /app/runs && chown evr /app /app/runs

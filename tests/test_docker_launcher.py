@@ -43,7 +43,7 @@ def repo(tmp_path: Path) -> Path:
     (root / "envs" / "__init__.py").write_text("x = 1\n")
     (root / "envs" / "__pycache__").mkdir()
     (root / "envs" / "__pycache__" / "junk.pyc").write_bytes(b"\0")
-    for name in ("runtime", "critique", "planners", "configs"):
+    for name in ("evrcore", "runtime", "critique", "planners", "testkit", "configs"):
         (root / name).mkdir()
         (root / name / "a.py").write_text("pass\n")
     return root
@@ -102,6 +102,19 @@ def test_the_dockerfile_is_cut_down_to_the_target_and_its_parents():
     assert "AS runtime" not in cut and "AS env-toolsandbox" not in cut
     with pytest.raises(dl.ImageBuildError, match="no stage 'nope'"):
         dl.dockerfile_for("nope", text)
+
+
+def test_the_runtime_image_holds_every_package_the_project_installs():
+    """The runtime stage copies, and its build inputs hash, each top-level package of the
+    project (a package left out builds an image whose `import runtime.validate` fails)."""
+    import tomllib
+
+    found = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = {pattern.rstrip("*") for pattern in found["include"]}
+    stage = dl.dockerfile_for("runtime", (REPO / "Dockerfile").read_text()).split("AS runtime")[1]
+    copied = {line.split()[1].strip("/") for line in stage.splitlines() if line.startswith("COPY ")}
+    assert packages <= copied, f"not copied into the runtime image: {packages - copied}"
+    assert packages <= set(dl.TARGETS["runtime"].sources), "not hashed into the runtime tag"
 
 
 def test_the_build_context_holds_only_what_the_target_copies(repo, tmp_path):

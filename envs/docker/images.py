@@ -59,8 +59,8 @@ TARGETS: dict[str, Target] = {
     "env-toolsandbox": Target("env-toolsandbox", "evr-env-toolsandbox", ("envs",),
                               ("python", "-m", "envs.toolsandbox.server")),
     "runtime": Target("runtime", "evr-runtime",
-                      ("pyproject.toml", "README.md", "runtime", "critique", "planners", "envs",
-                       "configs")),
+                      ("pyproject.toml", "README.md", "evrcore", "runtime", "critique", "planners",
+                       "envs", "testkit", "configs")),
 }
 
 
