@@ -24,12 +24,17 @@ INTERRUPTED = "interrupted: finished records are saved; run the same command aga
 
 
 def guarded(body: Callable[[], int]) -> int:
-    """Run a command's body: a ``UsageError`` becomes ``error: …`` on stderr and exit code 2."""
+    """Run a command's body: a ``UsageError`` becomes ``error: …`` on stderr and exit code 2;
+    Ctrl-C before the runs start (while the environment starts: a container importing τ²) ends
+    like Ctrl-C during them, one line and exit 130 (started containers go at exit)."""
     try:
         return body()
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
 
 
 def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) -> int:

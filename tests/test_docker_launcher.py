@@ -230,6 +230,25 @@ def test_the_old_module_name_is_the_same_api():
     assert set(dl.__all__) <= set(dir(docker_launcher))
 
 
+def test_ctrl_c_while_the_environment_starts_is_one_line_and_exit_130(monkeypatch, tmp_path, capsys):
+    """Ctrl-C while a container's env server is still starting (before any episode) ends like
+    Ctrl-C mid-run: one line, exit 130, no traceback."""
+    import envs
+    from runtime import validate
+    from runtime.cli import INTERRUPTED
+    from testkit.scripted import register_script, text
+
+    def starting(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(envs, "get_environment", starting)
+    model = register_script("docker-ctrl-c", lambda request, context: text("hi"))
+    code = validate.main(["--env", "tau2", "--sandbox", "docker", "--model", model,
+                          "--task-ids", "1", "--out", str(tmp_path / "run"), "--no-cache"])
+    assert code == 130
+    assert capsys.readouterr().err.strip().splitlines() == [INTERRUPTED]
+
+
 def test_a_missing_sdk_reads_as_no_engine(monkeypatch):
     monkeypatch.setitem(sys.modules, "docker", None)
     with pytest.raises(dl.DockerUnavailable, match=r"pip install 'docker>=7'"):
