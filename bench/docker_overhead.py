@@ -3,8 +3,8 @@ launcher against the in-process one.
 
     python bench/docker_overhead.py [--tasks 1,2,3,4,5,6] [--skip-cold] [--out runs/bench/docker]
 
-Needs a Docker engine and a base image (``EVR_DOCKER_BASE_IMAGE``; scripts/docker-ci.sh makes
-both). Measures, for the env-tau2 and runtime images:
+Needs a Docker engine and a base image (``python:3.11-slim``, the ``evr-base:local`` that
+scripts/docker-ci.sh makes, or ``EVR_DOCKER_BASE_IMAGE``). Measures, for the env-tau2 and runtime images:
 
 * cold build — every layer rebuilt (``nocache``), pip downloading from the registry;
 * cached build — the same inputs again, every layer from the engine's cache;
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from envs import docker_launcher as dl  # noqa: E402
+from envs import docker as dl  # noqa: E402
 from envs.server_client import ServerCommand  # noqa: E402
 
 

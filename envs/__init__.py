@@ -4,7 +4,7 @@
 Lives here: the boundary types (``envs.base``), the registry of environments
 (``envs.registry``), the env-server protocol and its client (``envs.protocol``,
 ``envs.server_client``), the adapters (``envs.tau2``, ``envs.toolsandbox``) and the container
-launcher. May import: third-party libraries only; never ``evrcore``, ``planners``, ``critique``
+launcher (``envs.docker``). May import: third-party libraries only; never ``evrcore``, ``planners``, ``critique``
 or ``runtime`` (environments know nothing of plans), which an import-linter contract checks.
 """
 

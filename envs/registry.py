@@ -68,7 +68,7 @@ def get_environment(name: str, sandbox: str = "inproc") -> Environment:
     if sandbox not in SANDBOXES:
         raise UnknownTaskError(f"unknown sandbox {sandbox!r}; accepted: {', '.join(SANDBOXES)}")
     if sandbox != "inproc":
-        from envs.docker_launcher import docker_environment
+        from envs.docker import docker_environment
 
         env = docker_environment(name, demanded=sandbox == "docker")
         if env is not None:

@@ -26,12 +26,17 @@ INTERRUPTED = "interrupted: finished records are saved; run the same command aga
 
 def guarded(body: Callable[[], int]) -> int:
     """Run a command's body: bad input (a ``UsageError``, or an ``EnvError`` such as an unknown
-    domain or an environment that is not set up) becomes ``error: …`` on stderr and exit 2."""
+    domain or an environment that is not set up) becomes ``error: …`` on stderr and exit 2;
+    Ctrl-C before the runs start (while the environment starts: a container importing τ²) ends
+    like Ctrl-C during them, one line and exit 130 (started containers go at exit)."""
     try:
         return body()
     except (UsageError, EnvError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
 
 
 def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) -> int:

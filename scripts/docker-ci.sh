@@ -4,8 +4,9 @@
 #   1. a Docker engine: install docker.io if missing, start dockerd if nothing answers
 #      (overlay2, else vfs);
 #   2. a local base image (no registry here): debootstrap a minimal Debian with python3, docker
-#      import it; the rootfs tarball is cached, so reruns skip debootstrap;
-#   3. the images from the Dockerfile (env-tau2, runtime) through envs.docker_launcher: reused
+#      import it, tag it evr-base:local (where --sandbox docker finds it with no variable set);
+#      the rootfs tarball is cached, so reruns skip debootstrap;
+#   3. the images from the Dockerfile (env-tau2, runtime) through envs.docker: reused
 #      when their input hash is unchanged, pip inside the build trusting the host's CA bundle;
 #   4. the engine tests of tests/test_docker_launcher.py;
 #   5. τ²-bench end to end, all three modes, scripted model: in process vs. in a container, one
@@ -120,13 +121,20 @@ if ! docker image inspect "$BASE" >/dev/null 2>&1; then
     say "importing $TARBALL as $BASE"
     docker import "$TARBALL" "$BASE" >/dev/null || fail "docker import of $TARBALL failed"
 fi
-export EVR_DOCKER_BASE_IMAGE=$BASE
 docker run --rm --network none "$BASE" python3 -c 'import sys, venv; assert sys.version_info >= (3, 11)' \
     || fail "the base image $BASE has no python3 >= 3.11 with venv"
-passed "base image $BASE"
+if [ -z "${EVR_DOCKER_BASE_IMAGE:-}" ]; then
+    # The well-known tag: the launcher uses it when no registry base image is on the engine and
+    # EVR_DOCKER_BASE_IMAGE is unset, so `--sandbox docker` works after this script by itself.
+    docker tag "$BASE" evr-base:local || fail "cannot tag $BASE as evr-base:local"
+    passed "base image $BASE, tagged evr-base:local"
+else
+    export EVR_DOCKER_BASE_IMAGE
+    passed "base image $BASE (from EVR_DOCKER_BASE_IMAGE)"
+fi
 
 # Containers reach the package registry through the host's TLS setup: a copy of its CA bundle
-# goes into the build context (envs.docker_launcher does the copying).
+# goes into the build context (envs.docker does the copying).
 for ca in "${EVR_DOCKER_CA_BUNDLE:-}" "${PIP_CERT:-}" "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
     if [ -n "$ca" ] && [ -f "$ca" ]; then export EVR_DOCKER_CA_BUNDLE=$ca; break; fi
 done
@@ -134,7 +142,7 @@ done
 # ---- 3. images from the Dockerfile -------------------------------------------------------------
 for target in env-tau2 runtime; do
     say "image $target (built if its inputs changed, else reused)"
-    "$PY" -m envs.docker_launcher build --target "$target" --alias >"$WORK/build-$target.json" \
+    "$PY" -m envs.docker build --target "$target" --alias >"$WORK/build-$target.json" \
         || fail "building the $target image failed (build logs: ~/.cache/exec-validation-runtime/envs/docker/)"
     passed "image $(cat "$WORK/build-$target.json")"
 done
@@ -194,8 +202,13 @@ for a, b, want in (("inproc", "docker", {1.0}), ("inproc-sabotage", "docker-sabo
 logs = sorted((work / "docker" / "containers").glob("*.log"))
 assert len(logs) == 1, f"expected one container to serve every episode, got {len(logs)}"
 print(f"one container served {len(records('docker'))} episodes: {logs[0].name}")
+# A container closed at the end of a run ends by itself when its stdin closes: exit 0, not 137.
+for log in sorted(work.glob("docker*/containers/*.log")):
+    header = json.loads(log.read_text().splitlines()[0])
+    assert (header["status"], header["exit_code"]) == ("exited", 0), f"{log}: {header}"
+print("every container of those runs exited 0 when closed")
 PY
-passed "rewards equal in process and in a container (1.0 and 0.0)"
+passed "rewards equal in process and in a container (1.0 and 0.0); containers exit 0 when closed"
 
 # ---- 6. a container killed mid-run; Ctrl-C mid-run ---------------------------------------------
 say "killing the container mid-run"

@@ -9,6 +9,8 @@ Run as a script (``python tests/fake_env_server.py``). Its tasks misbehave on pu
 * ``noisy``  — prints to stdout mid-play (must not corrupt the protocol).
 
 ``FAKE_ENV_FAIL_START=1`` makes building the environment fail (a ``startup_failed`` answer).
+``--slow-exit SECONDS`` (or ``FAKE_ENV_SLOW_EXIT``) gives the process a teardown that takes that
+long, as a real benchmark's has (τ²: seconds to tear down its import graph).
 """
 
 from __future__ import annotations
@@ -96,5 +98,15 @@ class FakeEnvironment:
         return Score(value=value, name="fake", info={"categories": ["FAKE"]})
 
 
+def _slow_exit() -> float:
+    if "--slow-exit" in sys.argv:
+        return float(sys.argv[sys.argv.index("--slow-exit") + 1])
+    return float(os.environ.get("FAKE_ENV_SLOW_EXIT") or 0)
+
+
 if __name__ == "__main__":
+    if _slow_exit():
+        import atexit
+
+        atexit.register(time.sleep, _slow_exit())
     main(FakeEnvironment)

@@ -1,4 +1,4 @@
-"""The docker launcher (``envs.docker_launcher``): env servers in containers.
+"""The docker launcher (``envs.docker``): env servers in containers.
 
 Unit tests need no engine: image tags (stable, and changing with what goes into the image),
 the Dockerfile cut down to a target, stdout/stderr demultiplexing, the one-line message when no
@@ -12,7 +12,9 @@ why, when no engine answers or the image for the current inputs has not been bui
 
 from __future__ import annotations
 
+import json
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from envs import docker_launcher as dl
+from envs import docker as dl
 from envs import protocol as p
 from envs.server_client import ServerCrashed, ServerTimeout
 
@@ -41,7 +43,7 @@ def repo(tmp_path: Path) -> Path:
     (root / "envs" / "__init__.py").write_text("x = 1\n")
     (root / "envs" / "__pycache__").mkdir()
     (root / "envs" / "__pycache__" / "junk.pyc").write_bytes(b"\0")
-    for name in ("runtime", "critique", "planners", "configs"):
+    for name in ("evrcore", "runtime", "critique", "planners", "testkit", "configs"):
         (root / name).mkdir()
         (root / name / "a.py").write_text("pass\n")
     return root
@@ -102,6 +104,19 @@ def test_the_dockerfile_is_cut_down_to_the_target_and_its_parents():
         dl.dockerfile_for("nope", text)
 
 
+def test_the_runtime_image_holds_every_package_the_project_installs():
+    """The runtime stage copies, and its build inputs hash, each top-level package of the
+    project (a package left out builds an image whose `import runtime.validate` fails)."""
+    import tomllib
+
+    found = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = {pattern.rstrip("*") for pattern in found["include"]}
+    stage = dl.dockerfile_for("runtime", (REPO / "Dockerfile").read_text()).split("AS runtime")[1]
+    copied = {line.split()[1].strip("/") for line in stage.splitlines() if line.startswith("COPY ")}
+    assert packages <= copied, f"not copied into the runtime image: {packages - copied}"
+    assert packages <= set(dl.TARGETS["runtime"].sources), "not hashed into the runtime tag"
+
+
 def test_the_build_context_holds_only_what_the_target_copies(repo, tmp_path):
     ca = tmp_path / "ca.crt"
     ca.write_text("CA")
@@ -118,7 +133,7 @@ def test_the_build_context_holds_only_what_the_target_copies(repo, tmp_path):
 # ---- stdout/stderr demultiplexing ----------------------------------------------------------------
 
 def test_frames_become_whole_lines_per_stream():
-    out, err = dl._Lines(), dl._Lines()
+    out, err = dl.LineQueue(), dl.LineQueue()
     frames = [(1, b'{"a":'), (2, b"warn"), (1, b'1}\n{"b":2}\n{"c"'), (2, b"ing\n"), (1, b":3}\n"),
               (1, b"tail")]
     dl.demux_lines(iter(frames), out, err)
@@ -131,7 +146,7 @@ def test_a_broken_stream_still_ends_both_readers():
         yield (1, b"line\n")
         raise ConnectionResetError("gone")
 
-    out, err = dl._Lines(), dl._Lines()
+    out, err = dl.LineQueue(), dl.LineQueue()
     dl.demux_lines(frames(), out, err)
     assert list(out) == [b"line\n"] and list(err) == []
 
@@ -189,6 +204,51 @@ def test_demanded_docker_without_an_engine_exits_2_with_one_line(no_engine, tmp_
     assert not (tmp_path / "run" / "records.jsonl").exists()
 
 
+def test_the_command_line_without_an_engine_is_one_line_and_exit_2(no_engine, capsys):
+    from envs.docker.cli import main
+
+    assert main(["status"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: no Docker engine reachable (connection refused at unix:///var/run/docker.sock)"]
+
+
+@pytest.mark.parametrize("module", ["envs.docker", "envs.docker_launcher"])
+def test_the_command_line_runs_under_its_name_and_the_old_one(module):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: python -m {module} ") and "build" in done.stdout
+
+
+def test_the_old_module_name_is_the_same_api():
+    from envs import docker_launcher
+
+    assert docker_launcher.docker_environment is dl.docker_environment
+    assert docker_launcher.DockerLauncher is dl.DockerLauncher
+    assert set(dl.__all__) <= set(dir(docker_launcher))
+
+
+def test_ctrl_c_while_the_environment_starts_is_one_line_and_exit_130(monkeypatch, tmp_path, capsys):
+    """Ctrl-C while a container's env server is still starting (before any episode) ends like
+    Ctrl-C mid-run: one line, exit 130, no traceback."""
+    import envs
+    from runtime import validate
+    from runtime.cli import INTERRUPTED
+    from testkit.scripted import register_script, text
+
+    def starting(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(envs, "get_environment", starting)
+    model = register_script("docker-ctrl-c", lambda request, context: text("hi"))
+    code = validate.main(["--env", "tau2", "--sandbox", "docker", "--model", model,
+                          "--task-ids", "1", "--out", str(tmp_path / "run"), "--no-cache"])
+    assert code == 130
+    assert capsys.readouterr().err.strip().splitlines() == [INTERRUPTED]
+
+
 def test_a_missing_sdk_reads_as_no_engine(monkeypatch):
     monkeypatch.setitem(sys.modules, "docker", None)
     with pytest.raises(dl.DockerUnavailable, match=r"pip install 'docker>=7'"):
@@ -203,6 +263,64 @@ def test_sandbox_is_a_config_key_with_closed_values():
     assert build({"sandbox": "docker"}, {"sandbox": "auto"}).sandbox == "auto"
     with pytest.raises(UsageError, match="sandbox = 'podman'"):
         build({"sandbox": "podman"}, {}, source="run.yaml")
+
+
+# ---- which base image ----------------------------------------------------------------------------
+
+class _Images:
+    """A stand-in for ``client.images`` holding some local images; pulls fail (no registry)."""
+
+    def __init__(self, *local: str):
+        self.local = {name: f"sha256:{i}{name}" for i, name in enumerate(local)}
+        self.pulled: list[str] = []
+
+    def get(self, name):
+        import docker
+
+        if name not in self.local:
+            raise docker.errors.ImageNotFound(name)
+        return type("Image", (), {"id": self.local[name]})()
+
+    def pull(self, name):
+        self.pulled.append(name)
+        raise RuntimeError("dial tcp: lookup registry-1.docker.io: no such host")
+
+
+def _client(*local: str):
+    pytest.importorskip("docker", reason="the Docker SDK for Python is not installed")
+    return type("Client", (), {"images": _Images(*local)})()
+
+
+@pytest.mark.parametrize("local, variable, want", [
+    (("python:3.11-slim", dl.LOCAL_BASE_IMAGE), None, "python:3.11-slim"),
+    ((dl.LOCAL_BASE_IMAGE,), None, dl.LOCAL_BASE_IMAGE),     # after scripts/docker-ci.sh
+    ((dl.LOCAL_BASE_IMAGE, "mine:1"), "mine:1", "mine:1"),   # the variable wins
+])
+def test_the_base_image_is_found_without_a_variable(monkeypatch, local, variable, want):
+    if variable:
+        monkeypatch.setenv(dl.BASE_IMAGE_VAR, variable)
+    else:
+        monkeypatch.delenv(dl.BASE_IMAGE_VAR, raising=False)
+    client = _client(*local)
+    image, image_id, why = dl.choose_base_image(client)
+    assert (image, image_id) == (want, client.images.local[want]) and why
+    assert client.images.pulled == []
+    inputs = dl.build_inputs("env-tau2", client)
+    assert inputs.base_image == want and inputs.build_args["BASE_IMAGE"] == want
+
+
+def test_no_base_image_anywhere_is_one_line_naming_the_ways_out(monkeypatch):
+    monkeypatch.delenv(dl.BASE_IMAGE_VAR, raising=False)
+    client = _client()
+    with pytest.raises(dl.ImageBuildError) as info:
+        dl.choose_base_image(client)
+    assert client.images.pulled == ["python:3.11-slim"]
+    message = str(info.value)
+    assert "\n" not in message and dl.LOCAL_BASE_IMAGE in message
+    assert "scripts/docker-ci.sh" in message and dl.BASE_IMAGE_VAR in message
+    monkeypatch.setenv(dl.BASE_IMAGE_VAR, "mine:1")
+    with pytest.raises(dl.ImageBuildError, match=r"mine:1 \(from EVR_DOCKER_BASE_IMAGE\)"):
+        dl.choose_base_image(_client(dl.LOCAL_BASE_IMAGE), pull=False)
 
 
 # ---- with an engine -----------------------------------------------------------------------------
@@ -220,10 +338,10 @@ def tau2_image(engine):
     try:
         tag = dl.build_inputs("env-tau2", engine, pull=False).tag()
     except dl.ImageBuildError as exc:
-        pytest.skip(f"{exc} (set EVR_DOCKER_BASE_IMAGE; scripts/docker-ci.sh makes one)")
+        pytest.skip(str(exc))
     if not dl.image_exists(engine, tag):
         pytest.skip(f"no {tag} image for the current inputs: build it with `python -m "
-                    "envs.docker_launcher build` (scripts/docker-ci.sh does, then runs these)")
+                    "envs.docker build` (scripts/docker-ci.sh does, then runs these)")
     return tag
 
 
@@ -247,7 +365,7 @@ def fake(engine, tau2_image, tmp_path):
 
 
 def _ours(client) -> list[str]:
-    owner = dl._owner()
+    owner = dl.owner_id()
     return [c.name for c in client.containers.list(all=True, filters={"label": dl.LABEL})
             if c.labels.get(dl.OWNER_LABEL) == owner]
 
@@ -274,11 +392,31 @@ def test_a_container_serves_episodes_with_limits_and_no_network(engine, fake, tm
     assert host["PidsLimit"] == 64 and host["ReadonlyRootfs"] is True
     assert host["CapDrop"] == ["ALL"]
     assert attrs["Config"]["User"] == "evr"
-    assert attrs["Config"]["Labels"][dl.OWNER_LABEL] == dl._owner()
+    assert attrs["Config"]["Labels"][dl.OWNER_LABEL] == dl.owner_id()
     servers.close()
     assert name not in _ours(engine)
     log = (tmp_path / "logs" / f"{name}.log").read_text()
     assert '"exit_code": 0' in log
+
+
+@pytest.mark.parametrize("ending", ["shutdown", "eof"])
+def test_a_closed_container_ends_by_itself_with_exit_0(engine, fake, tmp_path, ending):
+    """Closing a server half-closes the attach socket: the server in the container reads EOF and
+    ends (exit 0 in its log), even with a teardown slower than the grace period (τ²'s takes
+    seconds), instead of being killed after it (137)."""
+    launcher, pool = fake
+    launcher.command = [*launcher.command, "--slow-exit", "60"]
+    servers = pool(max_size=1)
+    with servers.lease() as server:
+        assert server.health()
+        name = server.container_name
+    if ending == "shutdown":
+        servers.close()            # the run's end: the shutdown op, then EOF
+    else:
+        server.kill(grace=3)       # EOF on stdin alone, then removal
+    assert name not in _ours(engine)
+    header = json.loads((tmp_path / "logs" / f"{name}.log").read_text().splitlines()[0])
+    assert (header["status"], header["exit_code"]) == ("exited", 0), header
 
 
 def test_a_crash_mid_episode_names_the_cause_and_removes_the_container(engine, fake, tmp_path):
@@ -370,12 +508,31 @@ def test_close_all_ends_containers_that_are_in_use(engine, fake):
     assert errors and _ours(engine) == []
 
 
+def test_sandbox_docker_finds_the_base_image_without_a_variable(engine, monkeypatch):
+    """After scripts/docker-ci.sh (it tags its base evr-base:local), `--sandbox docker` needs no
+    EVR_DOCKER_BASE_IMAGE, and says in one line which base it used."""
+    monkeypatch.delenv(dl.BASE_IMAGE_VAR, raising=False)
+    found = [b for b in (dl.DEFAULT_BASE_IMAGE, dl.LOCAL_BASE_IMAGE) if dl.image_exists(engine, b)]
+    if not found:
+        pytest.skip(f"neither {dl.DEFAULT_BASE_IMAGE} nor {dl.LOCAL_BASE_IMAGE} is on this engine "
+                    "(scripts/docker-ci.sh makes the second)")
+    expected = dl.build_inputs("env-tau2", engine, base_image=found[0], pull=False).tag()
+    if not dl.image_exists(engine, expected):
+        pytest.skip(f"no {expected} image for the current inputs (scripts/docker-ci.sh builds it)")
+    said: list[str] = []
+    env = dl.docker_environment("tau2", demanded=True, say=said.append)
+    try:
+        assert isinstance(env, dl.DockerEnvironment) and env.launcher.image == expected
+    finally:
+        env.close()
+    assert len(said) == 1 and f"base image {found[0]} (" in said[0], said
+
+
 def test_stale_containers_of_dead_runtimes_are_swept(engine, tau2_image):
     container = engine.containers.create(tau2_image, ["sleep", "60"], labels={
-        dl.LABEL: "1", dl.OWNER_LABEL: f"{dl.socket.gethostname()}:999999"})
+        dl.LABEL: "1", dl.OWNER_LABEL: f"{socket.gethostname()}:999999"})
     try:
-        dl._SWEPT = False
-        assert container.name in dl._sweep_stale(engine)
+        assert container.name in dl.sweep_stale(engine)
     finally:
         try:
             container.remove(force=True)

@@ -132,6 +132,20 @@ def test_start_health_ops_and_clean_shutdown(server):
     assert not server.alive and server._proc.returncode == 0 and server.pid == env_pid
 
 
+@pytest.mark.parametrize("ending", ["shutdown", "eof"])
+def test_a_server_with_a_slow_teardown_ends_at_once_with_exit_0(ending):
+    """A benchmark whose interpreter teardown takes longer than the close grace (τ²'s takes
+    seconds) must not be terminated: a server that is done ends at once, exit code 0."""
+    s = EnvServer(fake_command(FAKE_ENV_SLOW_EXIT="60"), start_timeout=60, reply_timeout=30)
+    s.start()
+    t0 = time.monotonic()
+    if ending == "shutdown":
+        s.close(timeout=3)       # the shutdown op, then EOF
+    else:
+        s.kill(grace=3)          # EOF on stdin alone
+    assert s._proc.returncode == 0, f"ended with {s._proc.returncode} after {time.monotonic() - t0:.1f} s"
+
+
 def test_tool_call_round_trip_reaches_the_user_callback(server):
     calls = []
 

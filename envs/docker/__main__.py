@@ -1,0 +1,7 @@
+"""``python -m envs.docker build|tag|status|clean`` (see :mod:`envs.docker.cli`)."""
+
+import sys
+
+from envs.docker.cli import main
+
+sys.exit(main())
