@@ -212,7 +212,7 @@ def setup(source: str, python: str = "python3", home: Optional[Path] = None,
 def _write_record(record: dict[str, Any]) -> None:
     path = record_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
+    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")  # two setups at once must not share it
     tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
     tmp.replace(path)
 
