@@ -25,14 +25,16 @@ export EVR_TS_CACHE=${EVR_TS_CACHE:-$SCRATCH/cache}
 
 timed() {  # timed <label> <command...>: runs it, keeps its step lines and its wall time
     local label=$1; shift
+    local log; log="$SCRATCH/$(printf '%s' "$label" | tr -c 'A-Za-z0-9' _).log"
     local t0; t0=$(date +%s)
-    "$@" >"$SCRATCH/$label.log" 2>&1 || { tail -n 20 "$SCRATCH/$label.log" >&2; exit 1; }
+    "$@" >"$log" 2>&1 || { tail -n 20 "$log" >&2; exit 1; }
     local wall=$(( $(date +%s) - t0 ))
     {
         echo "### $label: ${wall} s"
         echo
         echo '```'
-        grep -E '\] ok: |\] done in ' "$SCRATCH/$label.log" | sed -e "s|$SCRATCH|<scratch>|g" -e "s|$HOME|~|g"
+        grep -E '\] ok: |\] done in ' "$log" \
+            | sed -e "s|$EVR_TS_CACHE|<cache>|g" -e "s|$SCRATCH|<scratch>|g" -e "s|$HOME|~|g"
         echo '```'
         echo
     } >>"$SCRATCH/results.md"
