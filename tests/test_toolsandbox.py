@@ -323,7 +323,8 @@ def test_a_second_setup_of_the_same_source_keeps_the_venv(ts_python):
         pytest.skip("the ToolSandbox venv was not made by `runtime.envs setup` with a fingerprint")
     source = os.environ["TOOLSANDBOX_SOURCE"]
     lines: list[str] = []
-    again = ts.setup(source, home=Path(record["venv"]).parent, say=lines.append)
+    again = ts.setup(source, python=record.get("base_python", "python3"), home=Path(record["venv"]).parent,
+                     say=lines.append)
     assert again["reused"] is True, lines
     assert again["python"] == record["python"] and again["fingerprint"] == record["fingerprint"]
     assert again["offline_scenarios"] == 728
