@@ -3,8 +3,9 @@
     python -m runtime.envs setup toolsandbox --source /path/to/ToolSandbox   # or a git URL
     python -m runtime.envs status
 
-``setup`` creates a dedicated venv with the benchmark and its pinned dependencies, starts its env
-server once to check it, and records where it is (``$EVR_ENVS_HOME/toolsandbox.json``, default
+``setup`` creates a dedicated venv with the benchmark and its pinned dependencies (or keeps the one
+built from the same source and pins; ``--force`` rebuilds), starts its env server once to check
+it, and records where it is (``$EVR_ENVS_HOME/toolsandbox.json``, default
 under ``~/.cache/exec-validation-runtime/envs``). A bad source or a server that does not start
 exits with 2 and one line naming the cause.
 """
@@ -37,6 +38,8 @@ def parser() -> argparse.ArgumentParser:
     setup.add_argument("--python", default="python3",
                        help="the interpreter to build the venv from (ToolSandbox wants 3.9-3.11)")
     setup.add_argument("--home", type=Path, help="where to put the venv (default under $EVR_ENVS_HOME)")
+    setup.add_argument("--force", action="store_true",
+                       help="rebuild the venv even when source, pins and interpreter are unchanged")
     status = sub.add_parser("status", help="show what is set up and whether its server starts")
     status.add_argument("env", nargs="?", default=setup_envs()[0], choices=setup_envs())
     status.add_argument("--check", action="store_true", help="also start the env server once")
@@ -51,10 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "setup":
-            record = ts.setup(args.source, python=args.python, home=args.home,
+            record = ts.setup(args.source, python=args.python, home=args.home, force=args.force,
                               say=lambda line: print(line, file=sys.stderr))
+            how = "kept (unchanged source and pins)" if record["reused"] else "built"
             print(f"ToolSandbox ready: {record['offline_scenarios']} offline scenarios "
-                  f"(of {record['scenarios']}); venv {record['venv']}; recorded in {ts.record_path()}")
+                  f"(of {record['scenarios']}); venv {record['venv']} {how}; recorded in {ts.record_path()}")
             return 0
         record = ts.load_record()
         python = ts.python_path()

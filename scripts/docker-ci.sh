@@ -14,7 +14,10 @@
 #      so that 0.0 is compared as well as 1.0);
 #   6. a container killed mid-run: that episode is recorded as errored, the run goes on, nothing
 #      is left behind; Ctrl-C (SIGINT) mid-run leaves nothing behind either;
-#   7. the runtime image runs a scripted episode with no network.
+#   7. the runtime image runs a scripted episode with no network;
+#   8. ToolSandbox: its env image from its source archive, gold and wrong plays scoring the same
+#      in its venv and in a container (scripts/docker-ci-toolsandbox.sh; EVR_DOCKER_TOOLSANDBOX=0
+#      leaves it out, saying so).
 #
 # Fails loudly (non-zero, with the reason) when any step cannot be done. Leaves dockerd running
 # and removes every container it made. Settings: EVR_CACHE (default /var/cache/evr-docker),
@@ -287,6 +290,17 @@ docker run --rm --network none --entrypoint python "$RUNTIME_TAG" -m testkit.run
     --no-cache >"$WORK/runtime-image.log" 2>&1 || fail "the runtime image did not run (see $WORK/runtime-image.log)"
 grep -q "1.000" "$WORK/runtime-image.log" || fail "the runtime image's episode did not score 1.0 ($WORK/runtime-image.log)"
 passed "runtime image"
+
+# ---- 8. ToolSandbox in a container (its own script, scripts/docker-ci-toolsandbox.sh) ----------
+if [ "${EVR_DOCKER_TOOLSANDBOX:-1}" = 0 ]; then
+    say "NOT CHECKED: ToolSandbox in a container (EVR_DOCKER_TOOLSANDBOX=0)"
+else
+    say "ToolSandbox: env-toolsandbox image; gold and wrong plays in its venv and in a container"
+    PY="$PY" WORK="$WORK/toolsandbox" bash scripts/docker-ci-toolsandbox.sh \
+        || fail "the ToolSandbox container check failed"
+    passed "ToolSandbox scores equal in its venv and in a container"
+fi
+# ---- end of 8 ------------------------------------------------------------------------------------
 
 LEFT=$(docker ps -aq --filter label=evr.managed)
 [ -z "$LEFT" ] || fail "containers left behind: $LEFT"

@@ -42,3 +42,50 @@ def validate(tmp_path):
         return code, read_records(out)
 
     return run
+
+
+# ---- ToolSandbox: a set-up source, or a skip that says how (a failure where CI requires it) ---------
+
+REQUIRE_TOOLSANDBOX = "EVR_REQUIRE_TOOLSANDBOX"
+ENABLE_TOOLSANDBOX = ("ToolSandbox tests skipped: run `python -m runtime.envs setup toolsandbox --source "
+                      "<path or git URL of apple/ToolSandbox>`, then set TOOLSANDBOX_SOURCE=<that source>")
+
+
+def toolsandbox_python() -> str:
+    """The interpreter of the set-up ToolSandbox venv, or a skip naming what is missing."""
+    if not os.environ.get("TOOLSANDBOX_SOURCE"):
+        pytest.skip(ENABLE_TOOLSANDBOX)
+    from envs.server_client import EnvUnavailableError
+    from envs.toolsandbox.setup import python_path
+
+    try:
+        return python_path()
+    except EnvUnavailableError as exc:
+        pytest.skip(f"TOOLSANDBOX_SOURCE is set but {exc}")
+
+
+@pytest.fixture(scope="module")
+def ts_python():
+    return toolsandbox_python()
+
+
+@pytest.fixture(scope="module")
+def ts_env(ts_python):
+    from envs.toolsandbox import ToolSandboxEnvironment
+
+    env = ToolSandboxEnvironment(python=ts_python, max_servers=3)
+    yield env
+    env.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """With ``EVR_REQUIRE_TOOLSANDBOX=1`` (CI with the source at hand) a skipped ToolSandbox test
+    is a failure: a ToolSandbox check that silently did not run proves nothing."""
+    outcome = yield
+    report = outcome.get_result()
+    if (report.skipped and os.environ.get(REQUIRE_TOOLSANDBOX) == "1"
+            and "toolsandbox" in item.nodeid.split("::")[0].lower()):
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped although {REQUIRE_TOOLSANDBOX}=1: {reason}"

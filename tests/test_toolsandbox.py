@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -221,6 +222,28 @@ def test_setup_with_a_bad_source_exits_2_naming_the_cause(tmp_path):
     assert "does not appear to be a git repository" in clone.stderr
 
 
+def test_the_fingerprint_follows_the_source_and_pins_not_leftovers(tmp_path):
+    from envs.toolsandbox.setup import fingerprint
+
+    src = tmp_path / "ToolSandbox"
+    (src / "tool_sandbox").mkdir(parents=True)
+    (src / "pyproject.toml").write_text('dependencies = ["openai==1.17.0"]\n')
+    (src / "tool_sandbox" / "__init__.py").write_text("")
+    first = fingerprint(src, "3.11.7")
+    assert first == fingerprint(src, "3.11.7")
+    for leftover in (".git/HEAD", "tool_sandbox/__pycache__/x.cpython-311.pyc", "build/lib/x.py",
+                     "tool_sandbox.egg-info/PKG-INFO"):
+        (src / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (src / leftover).write_text("noise")
+    assert fingerprint(src, "3.11.7") == first
+    assert fingerprint(src, "3.12.1") != first
+    (src / "pyproject.toml").write_text('dependencies = ["openai==1.18.0"]\n')  # a pin changed
+    assert fingerprint(src, "3.11.7") != first
+    (src / "pyproject.toml").write_text('dependencies = ["openai==1.17.0"]\n')
+    (src / "tool_sandbox" / "__init__.py").rename(src / "tool_sandbox" / "main.py")  # a file moved
+    assert fingerprint(src, "3.11.7") != first
+
+
 def test_an_env_server_that_fails_to_start_names_the_cause():
     from envs.toolsandbox.setup import SetupError, verify
 
@@ -248,35 +271,7 @@ def test_without_setup_the_environment_says_how_to_set_it_up(tmp_path, monkeypat
 
 # ---- real scenarios, with ToolSandbox ------------------------------------------------------------
 
-ENABLE = ("ToolSandbox tests skipped: run `python -m runtime.envs setup toolsandbox --source <path or git "
-          "URL of apple/ToolSandbox>`, then set TOOLSANDBOX_SOURCE=<that source>")
-
-
-def _toolsandbox_python() -> str:
-    if not os.environ.get("TOOLSANDBOX_SOURCE"):
-        pytest.skip(ENABLE)
-    from envs.server_client import EnvUnavailableError
-    from envs.toolsandbox.setup import python_path
-
-    try:
-        return python_path()
-    except EnvUnavailableError as exc:
-        pytest.skip(f"TOOLSANDBOX_SOURCE is set but {exc}")
-
-
-@pytest.fixture(scope="module")
-def ts_python():
-    return _toolsandbox_python()
-
-
-@pytest.fixture(scope="module")
-def ts_env(ts_python):
-    from envs.toolsandbox import ToolSandboxEnvironment
-
-    env = ToolSandboxEnvironment(python=ts_python, max_servers=3)
-    yield env
-    env.close()
-
+# ``ts_python`` and ``ts_env`` (tests/conftest.py) skip these without a set-up ToolSandbox.
 
 VARIANTS = [
     "cellular_off_3_distraction_tools_tool_name_scrambled",
@@ -318,6 +313,22 @@ def gold_records(ts_env, tmp_path_factory):
     from testkit.toolsandbox_gold import GOLD
 
     return _replay(tmp_path_factory.mktemp("gold"), ts_env, list(GOLD) + VARIANTS)
+
+
+def test_a_second_setup_of_the_same_source_keeps_the_venv(ts_python):
+    from envs.toolsandbox import setup as ts
+
+    record = ts.load_record()
+    if not (record and record.get("fingerprint")) or os.environ.get(ts.PYTHON_VAR):
+        pytest.skip("the ToolSandbox venv was not made by `runtime.envs setup` with a fingerprint")
+    source = os.environ["TOOLSANDBOX_SOURCE"]
+    lines: list[str] = []
+    again = ts.setup(source, python=record.get("base_python", "python3"), home=Path(record["venv"]).parent,
+                     say=lines.append)
+    assert again["reused"] is True, lines
+    assert again["python"] == record["python"] and again["fingerprint"] == record["fingerprint"]
+    assert again["offline_scenarios"] == 728
+    assert not any("installing" in line for line in lines), lines
 
 
 def test_catalog_is_the_offline_scenarios_with_their_categories(ts_env):

@@ -14,10 +14,15 @@ Layout (``$EVR_ENVS_HOME``, default ``~/.cache/exec-validation-runtime/envs``)::
 
 ToolSandbox's code never enters this repository: it is installed from the named source.
 ``TOOLSANDBOX_PYTHON`` overrides the recorded interpreter (e.g. a venv made by hand).
+
+The record keeps a fingerprint of what went into the venv (every file of the source, the extra
+pins, the base interpreter's version): a second setup with the same fingerprint keeps the venv
+and only checks that its server starts, so CI on the same machine does not rebuild it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -111,9 +116,41 @@ def _commit(path: Path) -> Optional[str]:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+SKIPPED_PARTS = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", "build"}
+
+
+def fingerprint(checkout: Path, python_version: str) -> str:
+    """A hash of what the venv is built from: the source's files (paths and bytes), the extra
+    pins and the interpreter's version. Version-control and build leftovers do not count."""
+    digest = hashlib.sha256()
+    for part in (python_version, *EXTRA_PINS):
+        digest.update(part.encode() + b"\0")
+    def counts(f: Path) -> bool:
+        parts = f.relative_to(checkout).parts
+        return (f.is_file() and not SKIPPED_PARTS.intersection(parts) and not f.name.endswith(".pyc")
+                and not any(part.endswith(".egg-info") for part in parts))
+
+    for f in sorted(filter(counts, checkout.rglob("*"))):
+        digest.update(f.relative_to(checkout).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(f.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _python_version(python: str, log: Path) -> str:
+    return _run([python, "-c", "import sys; print(sys.version)"], log, f"running {python}").strip()
+
+
+def _reusable(record: Optional[dict[str, Any]], venv: Path, stamp: str) -> bool:
+    return bool(record and record.get("fingerprint") == stamp and record.get("venv") == str(venv)
+                and Path(record.get("python", "")).exists())
+
+
 def setup(source: str, python: str = "python3", home: Optional[Path] = None,
-          say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Create the venv, install ToolSandbox from ``source``, verify the env server, record it."""
+          say: Callable[[str], None] = print, force: bool = False) -> dict[str, Any]:
+    """Create the venv, install ToolSandbox from ``source``, verify the env server, record it.
+
+    When the recorded venv was built from the same fingerprint (see :func:`fingerprint`) it is
+    kept (``reused`` in the result) unless ``force``."""
     home = Path(home) if home else envs_home() / "toolsandbox"
     if not is_git_url(source):
         check_checkout(Path(source).expanduser().resolve())  # fail before touching anything
@@ -131,6 +168,23 @@ def setup(source: str, python: str = "python3", home: Optional[Path] = None,
     if shutil.which(python) is None and not Path(python).exists():
         raise SetupError(f"python interpreter {python!r} not found (pass --python, e.g. python3.11)")
     venv = home / "venv"
+    stamp = fingerprint(checkout, _python_version(python, log))
+    previous = load_record()
+    if not force and _reusable(previous, venv, stamp):
+        say(f"{venv} was built from the same source, pins and interpreter: reusing it")
+        say("starting the env server to check it …")
+        try:
+            info = verify(str(previous["python"]))
+        except SetupError as exc:
+            say(f"the kept venv does not work ({exc}): rebuilding it")
+        else:
+            record = {**previous, "source": source, "source_path": str(checkout),
+                      "scenarios": info.get("scenarios"), "offline_scenarios": info.get("offline"),
+                      "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            _write_record(record)
+            return {**record, "reused": True}
+    if previous and previous.get("venv") == str(venv):
+        _write_record({**previous, "fingerprint": None})  # the venv is about to change
     say(f"creating {venv} …")
     _run([python, "-m", "venv", "--clear", str(venv)], log, "creating the virtualenv")
     venv_python = venv / "bin" / "python"
@@ -146,16 +200,22 @@ def setup(source: str, python: str = "python3", home: Optional[Path] = None,
         "venv": str(venv),
         "python": str(venv_python),
         "extra_pins": EXTRA_PINS,
+        "base_python": python,
+        "fingerprint": stamp,
         "scenarios": info.get("scenarios"),
         "offline_scenarios": info.get("offline"),
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    _write_record(record)
+    return {**record, "reused": False}
+
+
+def _write_record(record: dict[str, Any]) -> None:
     path = record_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
+    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")  # two setups at once must not share it
     tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
     tmp.replace(path)
-    return record
 
 
 def verify(python: str, start_timeout: float = 300.0) -> dict[str, Any]:
