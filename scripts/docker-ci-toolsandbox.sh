@@ -46,7 +46,7 @@ say "ToolSandbox source $SRC"
 
 # ---- 2. the image ------------------------------------------------------------------------------
 say "image env-toolsandbox (built if its inputs changed, else reused)"
-"$PY" -m envs.docker_launcher build --target env-toolsandbox --alias >"$WORK/build.json" \
+"$PY" -m envs.docker build --target env-toolsandbox --alias >"$WORK/build.json" \
     || fail "building the env-toolsandbox image failed (build logs: ~/.cache/exec-validation-runtime/envs/docker/)"
 say "ok: image $(cat "$WORK/build.json")"
 
