@@ -1,5 +1,6 @@
 """The end-of-run summary: per mode (and critique strategy), the mean of the benchmark's score,
-n, errors, plan-judge correctness p0 → p1, guard firings, tokens and cost."""
+n, errors, episodes with malformed model output, plan-judge correctness p0 → p1, guard
+firings, tokens and cost."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "score_name": r.score_name, "turns": r.turns, "cost_usd": total.get("cost_usd", 0.0),
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
+            "malformed": bool(r.flags),
             "p0_correct": _judged(r.judge_p0, "is_correct"), "p0_grade": _judged(r.judge_p0, "grade"),
             "p1_correct": _judged(r.judge_p1, "is_correct"), "p1_grade": _judged(r.judge_p1, "grade"),
         }
@@ -76,6 +78,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "tokens": int(part["tokens"].sum()),
                 "cost_usd": float(part["cost_usd"].sum()),
                 "guard_fired": int(part["guard_fired"].sum()),
+                "malformed_output": int(part["malformed"].sum()),
             }
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
     by_cat = categories.by_category(records, group=lambda r: arm(r.key.mode, r.key.strategy))
