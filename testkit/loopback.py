@@ -64,7 +64,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class EchoServer(_Server):
-    """Answers every POST with ``status`` and the request's headers and path in the error body."""
+    """Answers every POST with ``status`` and the request's headers and path in the error body;
+    with status 200, a minimal chat completion whose text is ``ok`` (a keyless local server)."""
 
     def __init__(self, status: int = 401):
         self.status = status
@@ -78,6 +79,12 @@ class _EchoHandler(_Handler):
         headers = {k: v for k, v in self.headers.items()}
         with owner.lock:
             owner.requests.append({"path": self.path, "headers": headers})
+        if owner.status == 200:
+            return self._reply(200, json.dumps({
+                "id": "x", "object": "chat.completion", "created": 0, "model": "echo",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "ok"}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode())
         echoed = f"invalid credentials for {self.path}; request headers: " + "; ".join(
             f"{k}: {v}" for k, v in headers.items())
         self._reply(owner.status, json.dumps({"error": {"message": echoed, "type": "auth"}}).encode())
@@ -102,7 +109,7 @@ class _ProxyHandler(_Handler):
         body = json.loads(raw or b"{}")
         with owner.lock:
             n = len(owner.requests)
-            owner.requests.append({"path": self.path})
+            owner.requests.append({"path": self.path, "headers": dict(self.headers.items())})
             fault = owner.schedule(n, body)
             if fault:
                 owner.injected.append(fault)

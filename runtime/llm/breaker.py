@@ -20,7 +20,7 @@ class _Streak:
 
 
 class CircuitBreaker:
-    def __init__(self, failures: int = 5, min_span_s: float = 5.0, clock=time.monotonic):
+    def __init__(self, failures: int = 4, min_span_s: float = 5.0, clock=time.monotonic):
         self.failures = failures
         self.min_span_s = min_span_s
         self._clock = clock

@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -182,8 +183,28 @@ class ResponseCache:
 Observer = Callable[[str, dict[str, Any]], None]
 """Called with (purpose, request) before every model call."""
 
-_CONNECTION = (litellm.exceptions.APIConnectionError, litellm.exceptions.Timeout)
+_CONNECTION = (litellm.exceptions.APIConnectionError, litellm.exceptions.Timeout, ConnectionError,
+               TimeoutError)
 """The endpoint did not answer: counted by the circuit breaker."""
+
+_CONNECTION_WORDS = re.compile(r"Connection (error|refused|reset)|Server disconnected|timed out",
+                               re.IGNORECASE)
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    """litellm reports a refused or reset connection as an ``InternalServerError`` for some
+    providers; the cause chain (or, failing that, the message) tells it from a real 5xx."""
+    import httpx
+    import openai
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if isinstance(seen, (*_CONNECTION, openai.APIConnectionError, httpx.TransportError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return bool(_CONNECTION_WORDS.search(str(exc)))
 
 _RETRYABLE = (
     litellm.exceptions.RateLimitError,
@@ -278,6 +299,7 @@ class ModelLayer:
     def _complete_with_retries(self, spec: ModelSpec, request: dict[str, Any]) -> Any:
         kwargs = {k: v for k, v in request.items() if v is not None}
         kwargs["timeout"] = spec.timeout
+        kwargs["max_retries"] = 0  # retries are this layer's: counted, backed off, circuit-broken
         placeholder = self._placeholder_key(spec)
         if placeholder:
             kwargs["api_key"] = PLACEHOLDER_KEY
@@ -297,7 +319,7 @@ class ModelLayer:
                 raise self.abort(f"{spec.model}: authentication failed{hint}: {_short(exc)}",
                                  credentials=True) from exc
             except (*_CONNECTION, *_RETRYABLE) as exc:
-                if isinstance(exc, _CONNECTION) and self.breaker.failure(endpoint, _short(exc)):
+                if _is_connection_failure(exc) and self.breaker.failure(endpoint, _short(exc)):
                     raise self.abort(self.breaker.open_reason(endpoint) or endpoint) from exc
                 if attempt == self.retries:
                     raise ModelError(f"{spec.model}: gave up after {attempt + 1} tries: {_short(exc)}") from exc
