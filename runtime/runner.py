@@ -3,8 +3,9 @@
 Resumable: episodes whose record already exists in the run folder are skipped. An episode that
 fails is recorded as an error with its stage; the run goes on. Ctrl-C stops scheduling; what
 finished is already on disk. A failure every episode would repeat (credentials rejected, an
-endpoint that stays down) stops the run instead: the episodes it broke are not recorded, so the
-same command resumes them once the cause is fixed.
+endpoint that stays down) stops the run instead: no episode that ends after it is recorded
+(any of them may have been broken by it, even one the environment ended normally), so the same
+command resumes them once the cause is fixed.
 """
 
 from __future__ import annotations
@@ -170,8 +171,8 @@ def run(matrix: EpisodeMatrix, on_done: Callable[[EpisodeRecord], None] = lambda
             for future in done:
                 futures.pop(future)
                 record = future.result()
-                if matrix.layer.aborted and record.status == "error":
-                    continue  # broken by the fatal failure, not by the episode: left to resume
+                if matrix.layer.aborted:
+                    continue  # may have been broken by the fatal failure: left to resume
                 matrix.store.append(record)
                 written.append(record)
                 on_done(record)
