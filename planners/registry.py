@@ -49,6 +49,9 @@ def load(spec: str) -> Callable[[ChatModel], Any]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise PlannerLoadError(f"planner {spec!r}: cannot import module {module_name!r} ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - a module that fails while importing is a load error
+        raise PlannerLoadError(f"planner {spec!r}: importing module {module_name!r} raised "
+                               f"{type(exc).__name__}: {exc}") from exc
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):

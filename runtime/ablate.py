@@ -20,7 +20,7 @@ from rich.console import Console
 from critique.strategies import STRATEGIES
 from runtime import validate
 from runtime.build import build_run
-from runtime.cli import execute, guarded, write_summary
+from runtime.cli import error_rate_exit, execute, guarded, write_summary
 from runtime.reports.ablation import ablation_table, write_table
 from runtime.reports.summary import frame
 
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             records = write_summary(run, console)
             write_table(ablation_table(frame(records)), run.out)
             console.print(f"ablation table: {run.out / 'ablation.md'}")
-            return 0
+            return error_rate_exit(records, run.config.max_error_rate)
 
         return execute([run], console, finish)
 

@@ -9,6 +9,7 @@ episode starts.
 from __future__ import annotations
 
 import re
+import sqlite3
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,7 +18,7 @@ from typing import Callable
 
 from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 from runtime.llm.layer import ModelSpec
-from runtime.runner import EpisodeMatrix
+from runtime.runner import EpisodeMatrix, check_size
 
 DEFAULT_MAX_STEPS = 100
 
@@ -81,6 +82,10 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
                 f"at most {max_steps} steps (set --domain, --tasks, --max-steps).")
         task_ids = env.select(TaskSelection(domain=domain, split=config.split, ids=ids,
                                             count=count, seed=config.seed))
+        if count is not None and count > len(task_ids):
+            raise UsageError(f"--tasks {count}: {config.env}'s {domain} domain has "
+                             f"{len(task_ids)} tasks in split {config.split or 'default'}; "
+                             f"give at most {len(task_ids)}")
         chosen = resolve(strategies or [config.strategy])
         make_planner = planner_factory(config.planner)
     except (EnvError, ModelConfigError, ValueError) as exc:
@@ -89,12 +94,17 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     run_id = config.run_id or run_id_prefix + default_run_id(config.env, domain, config.mode,
                                                              specs["model"].model)
     out = config.out or Path("runs") / run_id
-    store = RunStore(out)
-    log_to(out)
-    env.capture_logs(out / "containers")
+    cache_dir = config.cache_dir or out.parent / ".cache"
+    try:
+        check_size(len(task_ids), config.trials, modes, len(chosen))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    store = open_folder(out, "--out", RunStore)
     cache = None
     if not config.no_cache:
-        cache = ResponseCache((config.cache_dir or out.parent / ".cache") / "responses.sqlite")
+        cache = open_folder(cache_dir, "--cache-dir", lambda d: ResponseCache(d / "responses.sqlite"))
+    log_to(out)
+    env.capture_logs(out / "containers")
     matrix = EpisodeMatrix(
         run_id=run_id, env=env, domain=domain, task_ids=task_ids, modes=modes,
         trials=config.trials, seed=config.seed, layer=ModelLayer(specs, cache=cache), store=store,
@@ -112,6 +122,19 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     return run
 
 
+def open_folder(path: Path, option: str, make: Callable[[Path], object]):
+    """``make(path)``, a folder-backed object; a path that cannot be a writable folder (a file,
+    a file among its parents, a read-only or virtual file system) is a usage error."""
+    from runtime.store import StoreError
+
+    try:
+        return make(path)
+    except (OSError, StoreError, sqlite3.Error) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise UsageError(f"{option} {path}: cannot use it as a folder ({why}); give a writable "
+                         "folder path") from exc
+
+
 def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     """The model of each role, and whether all of them fell back to the embedded model."""
     embedded = not any([config.model, config.critic_model, config.judge_model, config.user_model])
@@ -126,7 +149,7 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
         if max_tokens is None and name == EMBEDDED_MODEL:
             max_tokens = EMBEDDED_DEFAULTS["max_tokens"]
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
-                         max_tokens=max_tokens)
+                         max_tokens=max_tokens, timeout=config.request_timeout)
 
     return {
         "model": spec(model, config.api_base),
@@ -195,8 +218,10 @@ def quiet_loguru() -> None:
     """τ² logs through loguru, verbosely from import on: only errors reach the console."""
     from loguru import logger
 
+    from runtime.scrub import scrub
+
     logger.remove()
-    logger.add(sys.stderr, level="ERROR")
+    logger.add(lambda message: sys.stderr.write(scrub(str(message))), level="ERROR")
 
 
 _LOGGED_TO: set[Path] = set()
@@ -206,7 +231,9 @@ def log_to(out: Path) -> None:
     """Keep τ²'s chatter in the run folder (once per folder: table3 builds many runs into one)."""
     from loguru import logger
 
+    from runtime.scrub import ScrubbedFileSink
+
     path = (out / "run.log").resolve()
     if path not in _LOGGED_TO:
         _LOGGED_TO.add(path)
-        logger.add(path, level="INFO")
+        logger.add(ScrubbedFileSink(path).write, level="INFO")

@@ -1,6 +1,10 @@
 """What every command does around its runs: bad input → one line and exit 2; a progress bar;
 Ctrl-C → environments closed (containers removed), a line saying how to resume, exit 130; the
 end-of-run summary. ``validate``, ``ablate`` and ``table3`` share it so they cannot drift.
+
+Exit codes: 0 done; 2 bad input, a missing key or rejected credentials; 3 the run stopped on an
+endpoint that stays unreachable, or finished with more errored episodes than
+``--max-error-rate`` allows; 130 interrupted. Everything printed passes ``runtime.scrub``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from runtime import runner
 from runtime.build import Run
 from runtime.config import UsageError
 from runtime.records import EpisodeRecord
+from runtime.scrub import protect_console, scrub
+
+TOO_MANY_ERRORS = 3
 
 EMBEDDED_NOTE = (
     "The embedded 135M model exists to prove the pipeline offline; expect near-zero rewards. "
@@ -28,11 +35,13 @@ def guarded(body: Callable[[], int]) -> int:
     """Run a command's body: bad input (a ``UsageError``, or an ``EnvError`` such as an unknown
     domain or an environment that is not set up) becomes ``error: …`` on stderr and exit 2;
     Ctrl-C before the runs start (while the environment starts: a container importing τ²) ends
-    like Ctrl-C during them, one line and exit 130 (started containers go at exit)."""
+    like Ctrl-C during them, one line and exit 130 (started containers go at exit). Its stdout
+    and stderr are scrubbed of secrets first."""
+    protect_console()
     try:
         return body()
     except (UsageError, EnvError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
@@ -49,6 +58,11 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) ->
         for run in runs:
             run_with_progress(run, console)
         return finish()
+    except runner.RunStopped as exc:
+        close_environments(runs)
+        print(f"error: run stopped: {scrub(str(exc))}; finished records are saved, and the same "
+              "command resumes once this is fixed", file=sys.stderr)
+        return 2 if exc.cause.credentials else TOO_MANY_ERRORS
     except KeyboardInterrupt:
         close_environments(runs)
         print(INTERRUPTED, file=sys.stderr)
@@ -68,6 +82,9 @@ def close_environments(runs: Sequence[Run]) -> None:
 def run_with_progress(run: Run, console: Console) -> None:
     matrix = run.matrix
     todo = runner.pending(matrix)
+    if matrix.store.torn_lines:
+        console.print(f"[yellow]warning: {matrix.store.torn_lines} unreadable line(s) in "
+                      f"{matrix.store.records_path} skipped; their episodes run again[/]")
     console.print(f"run {matrix.run_id}: {len(matrix.keys)} episodes ({len(matrix.keys) - len(todo)} "
                   f"already done) → {matrix.store.root}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -104,3 +121,19 @@ def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
                       f"{first.message[:200]} (see records.jsonl)")
     console.print(f"records: {matrix.store.records_path}  summary: {run.out / 'summary.json'}")
     return records
+
+
+def error_rate_exit(records: list[EpisodeRecord], max_error_rate: float | None) -> int:
+    """``TOO_MANY_ERRORS`` (with one line) when the share of errored episodes is above
+    ``max_error_rate`` — by default, when every episode errored — else 0."""
+    errors = sum(r.status == "error" for r in records)
+    if not records or not errors:
+        return 0
+    share = errors / len(records)
+    limit = max_error_rate
+    if (share > limit) if limit is not None else errors == len(records):
+        allowed = f"--max-error-rate {limit:g}" if limit is not None else "the default (not every episode)"
+        print(f"error: {errors} of {len(records)} episodes errored ({share:.0%}), more than "
+              f"{allowed} allows", file=sys.stderr)
+        return TOO_MANY_ERRORS
+    return 0

@@ -6,6 +6,7 @@ an unknown key or a bad value fails with the key's name and what is accepted.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from envs.registry import SANDBOXES, names
 from runtime.records import MODES
 
 ENV_NAMES = names()
+RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
 
 
 class UsageError(ValueError):
@@ -38,7 +40,7 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trials: int = Field(default=1, ge=1)
+    trials: int = Field(default=1, ge=1, le=1000)
     seed: int = 0
     critic_model: str | None = None
     judge_model: str | None = None
@@ -56,6 +58,12 @@ class RunSettings(BaseModel):
     strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")
     no_judge: bool = Field(default=False, description="Skip the plan judge of p0 and p1.")
     no_auditor: bool = Field(default=False, description="Guard critiques with the rules alone (no leak auditor).")
+    request_timeout: float = Field(default=300.0, gt=0, le=3600,
+                                   description="Seconds one model request may take.")
+    max_error_rate: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="Exit with code 3 when the share of errored episodes is above this; by "
+        "default only when every episode errored.")
     sandbox: Literal[SANDBOXES] = Field(  # type: ignore[valid-type]
         default="inproc",
         description="Where env servers run: inproc (no container), docker (containers; exit 2 "
@@ -65,6 +73,14 @@ class RunSettings(BaseModel):
     def shared(self) -> dict[str, Any]:
         """The shared settings alone, to hand on to a run."""
         return {name: getattr(self, name) for name in RunSettings.model_fields}
+
+    @field_validator("critic_model", "judge_model", "user_model", "api_base", "critic_api_base",
+                     "user_api_base")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty; leave the option out to use the default")
+        return value
 
     @field_validator("strategy")
     @classmethod
@@ -95,6 +111,22 @@ class RunConfig(RunSettings):
     no_cache: bool = False
     retry_errors: bool = False
     planner: str = Field(default="llm", description="A planner name or 'package.module:Class'.")
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty; give a litellm model name, or leave --model out "
+                             "to use the embedded model")
+        return value
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id_is_a_name(cls, value: str | None) -> str | None:
+        if value is not None and not RUN_ID.fullmatch(value):
+            raise ValueError("a run id is a folder name inside the runs folder: letters, digits, "
+                             "'.', '_' and '-', not starting with '.' or '-'")
+        return value
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -143,12 +175,19 @@ def load_yaml(path: Path) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read config {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"config {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 "
+                         "YAML") from exc
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise UsageError(f"config {path} is not valid YAML: {' '.join(str(exc).split())}") from exc
     if not isinstance(data, dict):
         raise UsageError(f"config {path} must be a mapping of option names to values")
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise UsageError(f"config {path}: key {bad[0]!r} is not an option name; keys are option "
+                         "names such as env, domain, model")
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 

@@ -78,11 +78,14 @@ class EpisodeContext:
     strategy: Strategy
     judge: bool = True
     auditor: bool = True
+    refresh_cache: bool = False
+    """Ignore cached model replies (an errored episode being re-run)."""
 
     def client(self, role: str, purpose: str) -> ChatModel:
         context = {"env": self.key.env, "domain": self.key.domain, "task_id": self.key.task_id,
                    "mode": self.key.mode, "trial": self.key.trial}
-        return self.layer.client(role, purpose, self.meter, seed=self.seed, context=context)
+        return self.layer.client(role, purpose, self.meter, seed=self.seed, context=context,
+                                 refresh=self.refresh_cache)
 
 
 def _node(stage: str, fn: Callable[[EpisodeState, EpisodeContext], dict[str, Any]]):

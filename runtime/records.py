@@ -68,5 +68,11 @@ class EpisodeRecord(BaseModel):
         default_factory=list, description="Shared artifacts this episode read rather than made."
     )
     error: StageError | None = None
+    malformed: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Malformed model output by purpose and kind (unparsable_tool_call, "
+        "empty_reply, truncated) with counts; empty when every answer was well formed.")
+    flags: list[str] = Field(
+        default_factory=list, description="The kinds of malformed output seen in this episode.")
     started_at: str
     finished_at: str

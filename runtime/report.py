@@ -2,7 +2,7 @@
 records, and optionally export its judged plans in APB's judgement-record shape.
 
 The command only; what the report holds is built in ``runtime.reports.report`` and the export
-in ``runtime.reports.apb_export``. A missing run folder is an error, never created.
+in ``runtime.reports.apb_export``. It reads an existing run folder and never creates one.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from runtime.reports import apb_export
 from runtime.reports.report import build
+from runtime.scrub import protect_console
 from runtime.store import RECORDS
 
 
@@ -30,9 +31,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    protect_console()
     if not (args.run / RECORDS).is_file():
-        print(f"error: {args.run} is not a run folder (no records.jsonl); give the folder a "
-              "validate, ablate or table3 command wrote", file=sys.stderr)
+        what = "it does not exist" if not args.run.exists() else "it has no records.jsonl"
+        print(f"error: {args.run} is not a run folder: {what} (no records.jsonl); give a folder "
+              "written by validate, ablate or table3", file=sys.stderr)
         return 2
     if args.apb_out is not None and not args.apb_out.parent.is_dir():
         print(f"error: --apb-out {args.apb_out}: folder {args.apb_out.parent} does not exist",

@@ -2,7 +2,10 @@
 
 Resumable: episodes whose record already exists in the run folder are skipped. An episode that
 fails is recorded as an error with its stage; the run goes on. Ctrl-C stops scheduling; what
-finished is already on disk.
+finished is already on disk. A failure every episode would repeat (credentials rejected, an
+endpoint that stays down) stops the run instead: no episode that ends after it is recorded
+(any of them may have been broken by it, even one the environment ended normally), so the same
+command resumes them once the cause is fixed.
 """
 
 from __future__ import annotations
@@ -17,9 +20,29 @@ from critique.strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy
 from envs.base import Environment
 from runtime.failures import error_kind
 from runtime.graph import EpisodeContext, EpisodeState, PlannerFactory, episode_graph
-from runtime.llm.layer import Meter, ModelLayer
+from runtime.llm.layer import Meter, ModelLayer, RunAborted
 from runtime.records import EpisodeKey, EpisodeRecord, StageError
 from runtime.store import RunStore
+
+
+MAX_EPISODES = 1_000_000
+"""More episodes than any benchmark has; a typo (``--trials 1000000000``) stops here."""
+
+
+class RunStopped(RuntimeError):
+    """The run stopped early because of ``cause``; finished records are saved."""
+
+    def __init__(self, cause: RunAborted):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def check_size(tasks: int, trials: int, modes: list[str], strategies: int) -> None:
+    """Refuse a matrix too large to be meant, before anything is allocated for it."""
+    per_task = trials * sum(strategies if m == "refine" else 1 for m in modes)
+    if tasks * per_task > MAX_EPISODES:
+        raise ValueError(f"{tasks} tasks × {per_task} episodes each is more than "
+                         f"{MAX_EPISODES:,} episodes; lower --trials or --tasks")
 
 
 def trial_seed(seed: int, trial: int) -> int:
@@ -50,7 +73,11 @@ class EpisodeMatrix:
     auditor: bool = True
     keys: list[EpisodeKey] = field(default_factory=list)
 
+    refresh: set[str] = field(default_factory=set)
+    """Record ids re-run because they errored: their model calls bypass the response cache."""
+
     def __post_init__(self) -> None:
+        check_size(len(self.task_ids), self.trials, self.modes, len(self.strategies))
         model = self.layer.specs["model"].model
         # Task-major order, modes last: an episode's shared p0 is made by the first mode that
         # needs it and the rest of that task's modes follow right behind.
@@ -72,7 +99,8 @@ def run_episode(matrix: EpisodeMatrix, key: EpisodeKey) -> EpisodeRecord:
                          planner_name=matrix.planner_name, make_planner=matrix.make_planner,
                          meter=meter, max_steps=matrix.max_steps,
                          strategy=STRATEGIES[key.strategy or DEFAULT_STRATEGY],
-                         judge=matrix.judge and key.mode != "direct", auditor=matrix.auditor)
+                         judge=matrix.judge and key.mode != "direct", auditor=matrix.auditor,
+                         refresh_cache=key.id() in matrix.refresh)
     try:
         state: EpisodeState = episode_graph().invoke({}, {"recursion_limit": 50}, context=ctx)
     except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised
@@ -109,6 +137,8 @@ def _record(matrix: EpisodeMatrix, key: EpisodeKey, seed: int, state: EpisodeSta
         messages=trajectory.messages if trajectory else [],
         score_info=score.info if score else {},
         usage=meter.as_dict(),
+        malformed=meter.malformed,
+        flags=sorted({kind for counts in meter.malformed.values() for kind in counts}),
         timings_s=state.get("timings", {}),
         reused=state.get("reused", []),
         error=error,
@@ -118,13 +148,14 @@ def _record(matrix: EpisodeMatrix, key: EpisodeKey, seed: int, state: EpisodeSta
 
 
 def pending(matrix: EpisodeMatrix) -> list[EpisodeKey]:
+    """Episodes without a record (and, with ``retry_errors``, those recorded as errors, whose
+    calls will then bypass the response cache)."""
     done = {}
     for record in matrix.store.records():
         done[record.record_id] = record.status
-    return [
-        k for k in matrix.keys
-        if k.id() not in done or (matrix.retry_errors and done[k.id()] == "error")
-    ]
+    retried = {k.id() for k in matrix.keys if matrix.retry_errors and done.get(k.id()) == "error"}
+    matrix.refresh |= retried
+    return [k for k in matrix.keys if k.id() not in done or k.id() in retried]
 
 
 def run(matrix: EpisodeMatrix, on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
@@ -143,9 +174,13 @@ def run(matrix: EpisodeMatrix, on_done: Callable[[EpisodeRecord], None] = lambda
             for future in done:
                 futures.pop(future)
                 record = future.result()
+                if matrix.layer.aborted:
+                    continue  # may have been broken by the fatal failure: left to resume
                 matrix.store.append(record)
                 written.append(record)
                 on_done(record)
+            if matrix.layer.aborted:
+                raise RunStopped(matrix.layer.aborted)
     except BaseException:
         for future in futures:
             future.cancel()

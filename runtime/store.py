@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from runtime.records import EpisodeRecord
+from runtime.scrub import scrub, scrub_data
 
 RECORDS = "records.jsonl"
 SUMMARY = "summary.json"
@@ -26,10 +27,14 @@ def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True, default=str)
+        json.dump(scrub_data(json.loads(json.dumps(data, default=str))), fh, indent=2, sort_keys=True)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+class StoreError(ValueError):
+    """The run folder cannot hold records (e.g. ``records.jsonl`` is not a file)."""
 
 
 class RunStore:
@@ -37,6 +42,11 @@ class RunStore:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.records_path = self.root / RECORDS
+        if self.records_path.exists() and not self.records_path.is_file():
+            raise StoreError(f"{self.records_path} is not a file")
+        probe = self.root / f".write-check.{os.getpid()}"
+        probe.touch()
+        probe.unlink()
         self._append_lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._key_locks_guard = threading.Lock()
@@ -54,7 +64,7 @@ class RunStore:
 
     # -- records -------------------------------------------------------------------------
     def append(self, record: EpisodeRecord) -> None:
-        line = record.model_dump_json() + "\n"
+        line = scrub(record.model_dump_json()) + "\n"
         with self._append_lock:
             if not self._tail_checked:
                 line = self._terminate_torn_tail() + line

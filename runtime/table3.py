@@ -22,7 +22,7 @@ from rich.table import Table
 
 from runtime import config as cfg
 from runtime.build import build_run, quiet_loguru
-from runtime.cli import execute, guarded
+from runtime.cli import error_rate_exit, execute, finished_records, guarded
 from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
 from runtime.store import write_json_atomic
 
@@ -70,11 +70,54 @@ def load_config(path: Path) -> Table3Config:
         raise UsageError(f"{path}: {where}{shown}: {err['msg']}") from exc
 
 
+def check_cells(config: Table3Config, source: Path, dry_run: bool, say) -> None:
+    """Every environment cell's domains and split exist — before anything runs or is written.
+    On a dry run an environment that is not set up yet is only reported."""
+    from envs import EnvError, get_environment
+    from envs.base import TaskSelection
+
+    for i, cell in enumerate(config.environments):
+        where = f"{source}: environments.{i}"
+        try:
+            env = get_environment(cell.env)
+            known = env.domains()
+        except EnvError as exc:
+            if dry_run:
+                say(f"[yellow]{cell.env} is not available ({exc}); its domains are not checked[/]")
+                continue
+            raise UsageError(f"{where}.env = {cell.env!r}: {exc}") from exc
+        for domain in cell.domains:
+            if domain not in known:
+                raise UsageError(f"{where}.domains: unknown {cell.env} domain {domain!r}; "
+                                 f"accepted: {', '.join(known)}")
+            try:
+                env.select(TaskSelection(domain=domain, split=cell.split))
+            except (EnvError, ValueError) as exc:
+                raise UsageError(f"{where}.split = {cell.split!r}: {exc}") from exc
+
+
+def read_sample(path: Path) -> dict[str, dict[str, list[str]]]:
+    """A stored sample, checked: env → domain → list of task ids."""
+    try:
+        sample = json.loads(path.read_text(encoding="utf-8"))["sample"]
+        ok = isinstance(sample, dict) and all(
+            isinstance(domains, dict) and all(isinstance(ids, list) and all(isinstance(t, str) for t in ids)
+                                              for ids in domains.values())
+            for domains in sample.values())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path} cannot be read as a task sample ({type(exc).__name__}); move it "
+                         "away to draw a new sample") from exc
+    if not ok:
+        raise UsageError(f"{path} is not a task sample (env → domain → task ids); move it away "
+                         "to draw a new sample")
+    return sample
+
+
 def draw_sample(config: Table3Config, out: Path) -> dict[str, dict[str, list[str]]]:
     """env → domain → task ids, drawn once from the pooled domains and stored in the run folder."""
     path = out / "sample.json"
     if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))["sample"]
+        return read_sample(path)
     from envs import get_environment
     from envs.base import TaskSelection
 
@@ -185,12 +228,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_loguru()
 
     def body() -> int:
+        from runtime.build import open_folder
+        from runtime.store import RunStore
+
         config = load_config(args.config)
         if args.out:
             config = config.model_copy(update={"out": args.out})
+        check_cells(config, args.config, args.dry_run, console.print)
         if args.dry_run:
             dry_run(config, _sample_preview(config), console)
             return 0
+        open_folder(config.out, "--out", RunStore)
         sample = draw_sample(config, config.out)
         runs = [build_run(c, console.print, modes=list(config.modes)) for c in cell_configs(config, sample)]
         write_json_atomic(config.out / "table3.json", json.loads(config.model_dump_json()))
@@ -200,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             written = report.build(config.out)
             console.print(f"report: {written['markdown']}")
-            return 0
+            records = [r for run in runs for r in finished_records(run)]
+            return error_rate_exit(records, config.max_error_rate)
 
         return execute(runs, console, finish)
 
@@ -210,8 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _sample_preview(config: Table3Config) -> dict[str, dict[str, list[str]]]:
     """For --dry-run: the stored sample if there is one, else a fresh draw not written anywhere."""
     path = config.out / "sample.json"
-    if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))["sample"]
+    if path.is_file():
+        return read_sample(path)
     from envs import get_environment
     from envs.base import TaskSelection
 

@@ -18,7 +18,7 @@ from rich.console import Console
 from envs.registry import SANDBOXES, names
 from runtime import config as cfg
 from runtime.build import build_run
-from runtime.cli import execute, guarded, write_summary
+from runtime.cli import error_rate_exit, execute, guarded, write_summary
 from runtime.config import RunConfig
 from runtime.records import MODES
 
@@ -66,6 +66,11 @@ def parser() -> argparse.ArgumentParser:
                    help="skip the plan judge (p0/p1 correctness, grade, E1–E6)")
     p.add_argument("--no-auditor", action="store_true", default=None,
                    help="guard critiques with the rules alone (no leak auditor)")
+    p.add_argument("--request-timeout", type=float,
+                   help="seconds one model request may take (default 300)")
+    p.add_argument("--max-error-rate", type=float,
+                   help="exit with code 3 when the share of errored episodes is above this "
+                   "(0 to 1; default: only when every episode errored)")
     p.add_argument("--sandbox", choices=SANDBOXES,
                    help="where env servers run: inproc (default: no container), docker (Docker "
                    "containers; exit 2 without an engine), auto (containers if an engine answers)")
@@ -80,8 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = build_run(load_config(args), console.print)
 
         def finish() -> int:
-            write_summary(run, console)
-            return 0
+            return error_rate_exit(write_summary(run, console), run.config.max_error_rate)
 
         return execute([run], console, finish)
 

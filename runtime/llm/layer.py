@@ -4,13 +4,20 @@ One place adds what a long benchmark run needs around a chat completion:
 
 * roles (``model``, ``critic_model``, ``judge_model``, ``user_model``) each with its own
   litellm model name, endpoint and sampling settings;
-* retries with exponential backoff on rate limits, 5xx, connection errors and timeouts;
+* retries with exponential backoff on rate limits, 5xx, connection errors, timeouts and
+  malformed responses (HTTP 200 with no choices), which are never cached;
+* failing fast: bad credentials stop the run at once, and a circuit breaker
+  (``runtime.llm.breaker``) stops it when an endpoint stays unreachable; an OpenAI-compatible
+  server reached with ``api_base`` and no key in the environment gets a placeholder key;
+* counts of malformed model output per episode (unparsable tool-call arguments, empty or
+  truncated replies), so a record can flag them;
 * an on-disk response cache keyed on the whole request (so a re-run costs nothing);
 * token and cost totals per episode (a :class:`Meter`);
 * observers that see every request (tests use them to prove no supervision leaks).
 
 API keys come from the environment through litellm and are never part of a request we store,
-a cache key, a record or a log line.
+a cache key, a record or a log line; provider messages pass ``runtime.scrub`` before they are
+kept anywhere.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -32,6 +40,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 
 from evrcore.chat import ChatReply  # noqa: E402
+from runtime.llm.breaker import CircuitBreaker  # noqa: E402
+from runtime.scrub import scrub  # noqa: E402
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True
@@ -57,6 +67,26 @@ class ModelConfigError(ValueError):
     """A model cannot be used as configured (e.g. its provider's API key is missing)."""
 
 
+class RunAborted(ModelError):
+    """A failure every later call would repeat (rejected credentials, an endpoint that stays
+    down): the layer refuses further calls and the runner stops the run."""
+
+    def __init__(self, reason: str, credentials: bool = False):
+        super().__init__(reason)
+        self.credentials = credentials
+        """True when the credentials were rejected (a configuration error, like a missing key)."""
+
+
+class MalformedResponse(RuntimeError):
+    """HTTP 200 whose body is not a usable completion (no choices, no message): retried, never
+    cached."""
+
+
+PLACEHOLDER_KEY = "no-key-set"
+"""Sent to an ``api_base`` server when the provider's key is not in the environment: keyless
+local servers accept it; a server that wants a real key answers 401, which stops the run."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """How one role reaches its model."""
@@ -66,6 +96,7 @@ class ModelSpec:
     temperature: float = 0.0
     max_tokens: int | None = None
     timeout: float = 300.0
+    """Seconds one request may take (``--request-timeout``)."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -91,7 +122,15 @@ class Meter:
     """Token, cost and time totals for one episode, by purpose (planner, critic, executor, ...)."""
 
     by_purpose: dict[str, RoleUsage] = field(default_factory=dict)
+    malformed: dict[str, dict[str, int]] = field(default_factory=dict)
+    """purpose → kind of malformed model output → count (see :func:`malformed_kinds`)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def note_malformed(self, purpose: str, kinds: list[str]) -> None:
+        with self._lock:
+            counts = self.malformed.setdefault(purpose, {})
+            for kind in kinds:
+                counts[kind] = counts.get(kind, 0) + 1
 
     def add(self, purpose: str, usage: RoleUsage) -> None:
         with self._lock:
@@ -136,20 +175,43 @@ class ResponseCache:
 
     def put(self, key: str, reply: dict[str, Any]) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)", (key, json.dumps(reply)))
+            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)",
+                             (key, scrub(json.dumps(reply))))
             self._db.commit()
 
 
 Observer = Callable[[str, dict[str, Any]], None]
 """Called with (purpose, request) before every model call."""
 
+_CONNECTION = (litellm.exceptions.APIConnectionError, litellm.exceptions.Timeout, ConnectionError,
+               TimeoutError)
+"""The endpoint did not answer: counted by the circuit breaker."""
+
+_CONNECTION_WORDS = re.compile(r"Connection (error|refused|reset)|Server disconnected|timed out",
+                               re.IGNORECASE)
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    """litellm reports a refused or reset connection as an ``InternalServerError`` for some
+    providers; the cause chain (or, failing that, the message) tells it from a real 5xx."""
+    import httpx
+    import openai
+
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if isinstance(seen, (*_CONNECTION, openai.APIConnectionError, httpx.TransportError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return bool(_CONNECTION_WORDS.search(str(exc)))
+
 _RETRYABLE = (
     litellm.exceptions.RateLimitError,
     litellm.exceptions.InternalServerError,
     litellm.exceptions.ServiceUnavailableError,
-    litellm.exceptions.APIConnectionError,
-    litellm.exceptions.Timeout,
     litellm.exceptions.BadGatewayError,
+    MalformedResponse,
 )
 
 
@@ -163,6 +225,7 @@ class ModelLayer:
         retries: int = 5,
         backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
+        breaker: CircuitBreaker | None = None,
     ):
         unknown = set(specs) - set(ROLES)
         if unknown:
@@ -174,22 +237,41 @@ class ModelLayer:
         self.max_backoff_s = max_backoff_s
         self.observers: list[Observer] = []
         self.uncached_prefixes: tuple[str, ...] = UNCACHED_PROVIDERS
+        self.breaker = breaker or CircuitBreaker()
+        self.aborted: RunAborted | None = None
+        """Why the run must stop (set once, by the first fatal failure); None while it may go on."""
+        self._abort_lock = threading.Lock()
+        self._needs_placeholder: dict[ModelSpec, bool] = {}
 
     def client(self, role: str, purpose: str, meter: Meter, seed: int | None = None,
-               context: dict[str, Any] | None = None) -> "RoleClient":
+               context: dict[str, Any] | None = None, refresh: bool = False) -> "RoleClient":
+        """``refresh``: ignore cached replies (they are still written), e.g. for an episode
+        re-run because it errored, whose cached answers may be what went wrong."""
         if role not in self.specs:
             raise ModelConfigError(f"no model configured for role {role!r}")
-        return RoleClient(self, self.specs[role], purpose, meter, seed, context or {})
+        return RoleClient(self, self.specs[role], purpose, meter, seed, context or {}, refresh)
+
+    def abort(self, reason: str, credentials: bool = False) -> RunAborted:
+        """Record the first fatal failure; every later call raises it at once."""
+        with self._abort_lock:
+            if self.aborted is None:
+                self.aborted = RunAborted(scrub(reason), credentials)
+            return RunAborted(str(self.aborted), self.aborted.credentials)
 
     def call(self, spec: ModelSpec, purpose: str, request: dict[str, Any], meter: Meter,
-             context: dict[str, Any]) -> ChatReply:
+             context: dict[str, Any], refresh: bool = False) -> ChatReply:
+        if self.aborted:
+            raise self.abort("")
         for observer in self.observers:
             observer(purpose, request)
         use_cache = self.cache is not None and not spec.model.startswith(self.uncached_prefixes)
         key = ResponseCache.key(request) if use_cache else ""
-        if use_cache and (hit := self.cache.get(key)) is not None:
+        if use_cache and not refresh and (hit := self.cache.get(key)) is not None:
+            reply = ChatReply(**hit)
             meter.add(purpose, RoleUsage(calls=1, cached_calls=1))
-            return ChatReply(**hit)
+            if kinds := malformed_kinds(reply):
+                meter.note_malformed(purpose, kinds)
+            return reply
         started = time.perf_counter()
         token = CALL_CONTEXT.set({**context, "purpose": purpose})
         try:
@@ -197,6 +279,8 @@ class ModelLayer:
         finally:
             CALL_CONTEXT.reset(token)
         reply = _reply(response)
+        if kinds := malformed_kinds(reply, _finish_reason(response)):
+            meter.note_malformed(purpose, kinds)
         usage = getattr(response, "usage", None)
         meter.add(
             purpose,
@@ -215,33 +299,62 @@ class ModelLayer:
     def _complete_with_retries(self, spec: ModelSpec, request: dict[str, Any]) -> Any:
         kwargs = {k: v for k, v in request.items() if v is not None}
         kwargs["timeout"] = spec.timeout
+        kwargs["max_retries"] = 0  # retries are this layer's: counted, backed off, circuit-broken
+        placeholder = self._placeholder_key(spec)
+        if placeholder:
+            kwargs["api_key"] = PLACEHOLDER_KEY
+        endpoint = spec.api_base or spec.model
         delay = self.backoff_s
         for attempt in range(self.retries + 1):
+            if self.aborted or (reason := self.breaker.open_reason(endpoint)):
+                raise self.abort(reason if not self.aborted else "")
             try:
-                return litellm.completion(**kwargs)
-            except _RETRYABLE as exc:
+                response = litellm.completion(**kwargs)
+                _check_transport(response)
+                self.breaker.success(endpoint)
+                return response
+            except litellm.exceptions.AuthenticationError as exc:
+                hint = (f" (no key in the environment: sent a placeholder; set the provider's key)"
+                        if placeholder else "")
+                raise self.abort(f"{spec.model}: authentication failed{hint}: {_short(exc)}",
+                                 credentials=True) from exc
+            except (*_CONNECTION, *_RETRYABLE) as exc:
+                if _is_connection_failure(exc) and self.breaker.failure(endpoint, _short(exc)):
+                    raise self.abort(self.breaker.open_reason(endpoint) or endpoint) from exc
                 if attempt == self.retries:
                     raise ModelError(f"{spec.model}: gave up after {attempt + 1} tries: {_short(exc)}") from exc
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, self.max_backoff_s)
-            except litellm.exceptions.AuthenticationError as exc:
-                raise ModelConfigError(f"{spec.model}: authentication failed: {_short(exc)}") from exc
             except Exception as exc:  # noqa: BLE001 - surface the provider's message, not a stack
                 raise ModelError(f"{spec.model}: {_short(exc)}") from exc
         raise AssertionError("unreachable")
+
+    def _placeholder_key(self, spec: ModelSpec) -> bool:
+        """True for an ``api_base`` endpoint whose provider key is not in the environment."""
+        if spec not in self._needs_placeholder:
+            needs = False
+            if spec.api_base and not spec.model.startswith(("local/", "scripted/")):
+                try:
+                    report = litellm.validate_environment(model=spec.model)
+                    needs = not report.get("keys_in_environment", True)
+                except Exception:  # noqa: BLE001 - a provider litellm cannot check gets no placeholder
+                    needs = False
+            self._needs_placeholder[spec] = needs
+        return self._needs_placeholder[spec]
 
 
 class RoleClient:
     """One role's model, bound to an episode's meter and seed. Implements ``planners.ChatModel``."""
 
     def __init__(self, layer: ModelLayer, spec: ModelSpec, purpose: str, meter: Meter,
-                 seed: int | None, context: dict[str, Any]):
+                 seed: int | None, context: dict[str, Any], refresh: bool = False):
         self.layer = layer
         self.spec = spec
         self.purpose = purpose
         self.meter = meter
         self.seed = seed
         self.context = context
+        self.refresh = refresh
 
     def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                  json_schema: dict[str, Any] | None = None) -> ChatReply:
@@ -261,7 +374,41 @@ class RoleClient:
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": json_schema},
             }
-        return self.layer.call(self.spec, self.purpose, request, self.meter, self.context)
+        return self.layer.call(self.spec, self.purpose, request, self.meter, self.context,
+                               refresh=self.refresh)
+
+
+def _check_transport(response: Any) -> None:
+    """Raise :class:`MalformedResponse` for an answer that carries no message at all."""
+    choices = getattr(response, "choices", None)
+    if not choices or getattr(choices[0], "message", None) is None:
+        raise MalformedResponse("the endpoint answered without a message (no choices)")
+
+
+def _finish_reason(response: Any) -> str | None:
+    try:
+        return response.choices[0].finish_reason
+    except (AttributeError, IndexError):
+        return None
+
+
+def malformed_kinds(reply: ChatReply, finish_reason: str | None = None) -> list[str]:
+    """What is wrong with a model's answer, as far as can be told without the task:
+    ``unparsable_tool_call`` (arguments that are not a JSON object), ``empty_reply`` (neither
+    text nor tool calls), ``truncated`` (the model stopped at its token limit)."""
+    kinds = []
+    for call in reply.tool_calls:
+        try:
+            ok = isinstance(json.loads(call["function"]["arguments"] or "{}"), dict)
+        except (ValueError, TypeError, KeyError):
+            ok = False
+        if not ok:
+            kinds.append("unparsable_tool_call")
+    if not reply.tool_calls and not (reply.content or "").strip():
+        kinds.append("empty_reply")
+    if finish_reason == "length":
+        kinds.append("truncated")
+    return kinds
 
 
 def _reply(response: Any) -> ChatReply:
@@ -287,7 +434,7 @@ def _cost(response: Any) -> float:
 
 
 def _short(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:300]
+    return scrub(" ".join(str(exc).split()))[:300]
 
 
 def check_credentials(spec: ModelSpec) -> None:

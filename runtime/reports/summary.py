@@ -1,7 +1,8 @@
 """The end-of-run summary: per mode (and critique strategy), the mean of the benchmark's score,
 n, errors (rate, and how many were infrastructure's), plan-judge correctness p0 → p1, guard
 firings, tokens and cost; warnings when errors could bias the comparison; and the leak figures
-(critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``)."""
+(critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``); and
+episodes with malformed model output."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
             **leak_columns(r),
+            "malformed": bool(r.flags),
             "p0_correct": _judged(r.judge_p0, "is_correct"), "p0_grade": _judged(r.judge_p0, "grade"),
             "p1_correct": _judged(r.judge_p1, "is_correct"), "p1_grade": _judged(r.judge_p1, "grade"),
         }
@@ -84,6 +86,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "guard_fired": int(part["guard_fired"].sum()),
                 **_error_fields(part),
                 **leak_figures(part),
+                "malformed_output": int(part["malformed"].sum()),
             }
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
     if not df.empty:

@@ -1,0 +1,129 @@
+"""One scrubber for everything the runtime writes: records, summaries, run metadata, logs, the
+console and the response cache.
+
+Providers and proxies echo credentials back (a 401 body quoting the request's
+``Authorization`` header is common), so no message that came from outside can be trusted to be
+clean. Every writer passes its text through :func:`scrub`, which removes
+
+* the value of every environment variable whose name looks like a credential
+  (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``, ...), and of any value registered
+  with :func:`register` (a key given some other way);
+* bearer tokens and ``api-key``/``x-api-key``/``x-goog-api-key``/``key=`` values wherever they
+  appear, whoever's they are.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+import threading
+from typing import Any, TextIO
+
+REDACTED = "[REDACTED]"
+
+SECRET_NAME = re.compile(
+    r"(API_?KEY|_KEY$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)",
+    re.IGNORECASE,
+)
+"""Environment variable names whose values are treated as secrets."""
+
+MIN_SECRET_LENGTH = 8
+"""Shorter values (``1``, ``true``) would redact ordinary text and are not credentials."""
+
+_PATTERNS = [
+    # "Bearer sk-..." in a header echoed into an error body
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=:-]{8,}"), r"\1" + REDACTED),
+    # header or field forms: x-api-key: ..., "api_key": "...", x-goog-api-key=...
+    (re.compile(r"""(?i)((?:x-goog-api-key|x-api-key|api[_-]?key|authorization|access[_-]?token)"""
+                r"""["']?\s*[:=]\s*["']?)(?!\[REDACTED\])[^\s"',;&}]{8,}"""), r"\1" + REDACTED),
+    # a key in a URL query (Gemini's ?key=...)
+    (re.compile(r"(?i)([?&]key=)[^\s&\"']{8,}"), r"\1" + REDACTED),
+]
+
+_registered: set[str] = set()
+_lock = threading.Lock()
+
+
+def register(value: str | None) -> None:
+    """Treat ``value`` as a secret from now on (a key that did not come from the environment)."""
+    if value and len(value) >= MIN_SECRET_LENGTH:
+        with _lock:
+            _registered.add(value)
+
+
+def secret_values(environ: dict[str, str] | None = None) -> list[str]:
+    """The values to redact, longest first (so a key containing another is removed whole)."""
+    env = os.environ if environ is None else environ
+    found = {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
+    with _lock:
+        found |= _registered
+    return sorted(found, key=len, reverse=True)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every known secret and every credential-shaped value replaced."""
+    if not text:
+        return text
+    for value in secret_values():
+        if value in text:
+            text = text.replace(value, REDACTED)
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def scrub_data(data: Any) -> Any:
+    """A copy of JSON-like ``data`` with every string scrubbed (keys included)."""
+    if isinstance(data, str):
+        return scrub(data)
+    if isinstance(data, dict):
+        return {scrub_data(k): scrub_data(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [scrub_data(v) for v in data]
+    return data
+
+
+class ScrubbedStream(io.TextIOBase):
+    """A text stream that scrubs every write before passing it on (the console, log sinks)."""
+
+    def __init__(self, inner: TextIO):
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        self.inner.write(scrub(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.inner, "encoding", "utf-8")
+
+
+def protect_console() -> None:
+    """Route this process's stdout and stderr through the scrubber (idempotent)."""
+    if not isinstance(sys.stdout, ScrubbedStream):
+        sys.stdout = ScrubbedStream(sys.stdout)  # type: ignore[assignment]
+    if not isinstance(sys.stderr, ScrubbedStream):
+        sys.stderr = ScrubbedStream(sys.stderr)  # type: ignore[assignment]
+
+
+class ScrubbedFileSink:
+    """A loguru sink appending scrubbed lines to a file."""
+
+    def __init__(self, path: os.PathLike | str):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, message: str) -> None:
+        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(scrub(str(message)))
