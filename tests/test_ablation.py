@@ -56,12 +56,11 @@ def test_strategies_execute_from_the_same_p0(ablation_run):
         assert leaky["score"] == 1.0, "the revealed reference must fix the plan"
         assert leaky["guard"]["fired"] is False
         assert guarded["guard"]["fired"] is True and guarded["guard"]["action"] == "redacted"
-        # What survives the guard is what the agent could know (e.g. an ID the user stated),
-        # so anti-leak may fix some plans — but never with a value only the reference holds.
+        # What survives the guard is what the agent could know (an ID the user stated, a value
+        # its own p0 already wrote), so anti-leak may fix some plans — but never with a value
+        # only the reference holds.
         view, supervision = Tau2Environment().load("airline", task)
         view = view.model_copy(update={"opening_request": guarded["opening_request"]})
-        # p0 is the tested model's own text (public by the guard's rule), so a value already in
-        # p0 is no leak; one that appears in p1 only could have come from the critique.
         p0_text = json.dumps(guarded["p0"])
         leaked = [v for v in supervision.supervision_only_values(view)
                   if v in json.dumps(guarded["p1"]) and v not in p0_text]
@@ -81,8 +80,10 @@ def test_anti_leak_critique_reaches_the_reviser_without_supervision_values(ablat
     guarded_revisions = [req for req in revisions if "[redacted]" in req["messages"][-1]["content"]]
     assert len(guarded_revisions) == 3
     for request in guarded_revisions:
-        critique = request["messages"][-1]["content"].split("<critique>")[1].split("</critique>")[0]
-        assert not [s for s in secrets if s in critique]
+        prompt = request["messages"][-1]["content"]
+        critique = prompt.split("<critique>")[1].split("</critique>")[0]
+        p0 = prompt.split("<current_plan>")[1].split("</current_plan>")[0]  # the model's own words: public
+        assert not [s for s in secrets if s in critique and s not in p0]
 
 
 def test_ablation_table_reports_each_strategy_with_a_paired_ci(ablation_run):
