@@ -168,9 +168,9 @@ def captured_by_task(monkeypatch):
     seen: list[tuple[str, str, dict]] = []
     original = ModelLayer.call
 
-    def call(self, spec, purpose, request, meter, context):
+    def call(self, spec, purpose, request, meter, context, **kwargs):
         seen.append((purpose, str(context.get("task_id")), request))
-        return original(self, spec, purpose, request, meter, context)
+        return original(self, spec, purpose, request, meter, context, **kwargs)
 
     monkeypatch.setattr(ModelLayer, "call", call)
     return seen
