@@ -29,7 +29,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_vs_tau2 import ROOT, Stub, _env, check_scored, machine, runtime_cmd, task_ids, write_block  # noqa: E402
+from runtime_vs_tau2 import ROOT, Stub, check_scored, machine, runtime_cmd, task_ids, write_block  # noqa: E402
 
 
 def tree(proc: psutil.Process) -> list[psutil.Process]:
@@ -50,7 +50,8 @@ def lines(path: Path) -> int:
 def measure(cmd: list[str], out: Path, first_wave: int, total: int) -> dict:
     """Run ``cmd`` and watch it: wall, first-wave and last-record times, peak tree RSS, CPU."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL,
+    env = {**os.environ, "OPENAI_API_KEY": "bench-dummy", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     root = psutil.Process(proc.pid)
     cpu: dict[int, float] = {}

@@ -252,27 +252,31 @@ class LimiterService:
         self.limit = limit
         self.sems: dict[str, asyncio.Semaphore] = {}
         self.held: dict[tuple[str, str], int] = defaultdict(int)
+        self.in_use: dict[str, int] = defaultdict(int)
         self.peak: dict[str, int] = defaultdict(int)
 
     async def acquire(self, provider: str, holder: str) -> None:
         sem = self.sems.setdefault(provider, asyncio.Semaphore(self.limit))
         await sem.acquire()
         self.held[(provider, holder)] += 1
-        in_use = self.limit - sem._value  # noqa: SLF001 - asyncio exposes no public count
-        self.peak[provider] = max(self.peak[provider], in_use)
+        self.in_use[provider] += 1
+        self.peak[provider] = max(self.peak[provider], self.in_use[provider])
 
     async def release(self, provider: str, holder: str) -> None:
         if self.held.get((provider, holder), 0) > 0:
-            self.held[(provider, holder)] -= 1
-            self.sems[provider].release()
+            self._give_back(provider, holder, 1)
 
     async def drop(self, holder: str) -> None:
         """Return every slot a (dead) worker held."""
         for (provider, who), count in list(self.held.items()):
-            if who == holder:
-                for _ in range(count):
-                    self.sems[provider].release()
-                self.held[(provider, who)] = 0
+            if who == holder and count:
+                self._give_back(provider, who, count)
+
+    def _give_back(self, provider: str, holder: str, count: int) -> None:
+        self.held[(provider, holder)] -= count
+        self.in_use[provider] -= count
+        for _ in range(count):
+            self.sems[provider].release()
 
     async def peaks(self) -> dict[str, int]:
         return dict(self.peak)
