@@ -102,6 +102,19 @@ def test_ray_resumes_a_threads_run_reusing_its_p0(tmp_path, local_ray, validate)
     assert validate(*base, "--mode", "all", *RAY, out=out)[1] == rows, "a finished run resumes to nothing"
 
 
+@pytest.mark.parametrize("address, says", [
+    ("127.0.0.1:1", "nothing answers there"),
+    ("no-port", "is not host:port"),
+])
+def test_a_bad_ray_address_exits_2_in_one_line(tmp_path, validate, capsys, address, says):
+    out = tmp_path / "run"
+    code, rows = validate(*MOCK, "--mode", "direct", "--tasks", "1", "--no-cache",
+                          "--backend", "ray", "--ray-address", address, out=out)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and rows == []
+    assert len(err) == 1 and says in err[0] and "accepted:" in err[0], err
+
+
 # ---- through a real provider path: the loopback model server of the benchmarks -----------------------
 
 @pytest.fixture(scope="module")

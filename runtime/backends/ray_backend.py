@@ -74,6 +74,9 @@ def ensure_ray(address: str | None, workers: int | None) -> None:
     """Join ``address`` or start a local instance (once per process)."""
     if ray is None:
         raise UsageError("--backend ray needs Ray: pip install -e '.[ray]' (or pip install ray)")
+    accepted = "accepted: 'auto' or host:port of a running cluster, or no address for a local instance"
+    if address:
+        reachable(address, accepted)
     if ray.is_initialized():
         return
     kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
@@ -83,10 +86,25 @@ def ensure_ray(address: str | None, workers: int | None) -> None:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise UsageError(f"--ray-address {address!r}: cannot join a Ray cluster there "
-                             f"({' '.join(str(exc).split())[:200]}); accepted: 'auto' or host:port "
-                             "of a running cluster, or no address for a local instance") from exc
+                             f"({' '.join(str(exc).split())[:200]}); {accepted}") from exc
         return
     start_local(workers or os.cpu_count() or 1)
+
+
+def reachable(address: str, accepted: str, timeout_s: float = 5.0) -> None:
+    """Fail in one line when a host:port answers nothing (Ray itself would retry for minutes)."""
+    import socket
+
+    if address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--ray-address {address!r} is not host:port; {accepted}")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise UsageError(f"--ray-address {address!r}: nothing answers there ({exc.strerror or exc}); "
+                         f"{accepted}") from exc
 
 
 def start_local(cpus: int) -> None:
