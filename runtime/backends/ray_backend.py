@@ -429,6 +429,7 @@ def run(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r: None) -
     queue = deque(todo)
     written: list[EpisodeRecord] = []
     window = 4 * matrix.concurrency
+    finished = False
     try:
         while queue or in_flight:
             held: list[EpisodeKey] = []
@@ -461,7 +462,10 @@ def run(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r: None) -
                 matrix.store.append(record)
                 written.append(record)
                 on_done(record)
+        finished = True
     finally:
-        pool.close(timeout_s=10.0)
+        # At the end, time for every worker to remove its containers and save their logs; on
+        # Ctrl-C or an error, a short wait and then the workers are ended regardless.
+        pool.close(timeout_s=120.0 if finished else 10.0)
     return written
 
