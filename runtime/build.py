@@ -105,9 +105,14 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         cache = open_folder(cache_dir, "--cache-dir", lambda d: ResponseCache(d / "responses.sqlite"))
     log_to(out)
     env.capture_logs(out / "containers")
+    layer = ModelLayer(specs, cache=cache)
+    if config.model_concurrency:
+        from runtime.llm.limits import LocalLimiter
+
+        layer.limiter = LocalLimiter(config.model_concurrency)
     matrix = EpisodeMatrix(
         run_id=run_id, env=env, domain=domain, task_ids=task_ids, modes=modes,
-        trials=config.trials, seed=config.seed, layer=ModelLayer(specs, cache=cache), store=store,
+        trials=config.trials, seed=config.seed, layer=layer, store=store,
         planner_name=config.planner, make_planner=make_planner, max_steps=max_steps,
         concurrency=config.concurrency, retry_errors=config.retry_errors,
         strategies=chosen, judge=not config.no_judge, auditor=not config.no_auditor,

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envs.base import EnvError
-from runtime import runner
+from runtime import backends, runner
 from runtime.build import Run
 from runtime.config import UsageError
 from runtime.records import EpisodeRecord
@@ -90,7 +90,7 @@ def run_with_progress(run: Run, console: Console) -> None:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
         bar = progress.add_task("episodes", total=len(todo))
-        runner.run(matrix, on_done=lambda record: progress.advance(bar))
+        backends.run_episodes(run, on_done=lambda record: progress.advance(bar))
 
 
 def finished_records(run: Run) -> list[EpisodeRecord]:

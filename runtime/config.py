@@ -70,6 +70,21 @@ class RunSettings(BaseModel):
         "without an engine), auto (containers if an engine is reachable, else inproc).",
     )
 
+    backend: Literal["threads", "ray"] = Field(
+        default="threads",
+        description="What runs the episodes: threads in this process, or Ray workers (local "
+        "or a cluster; see ray_address).",
+    )
+    ray_address: str | None = Field(
+        default=None, description="Ray cluster to join ('auto' or host:port); default: start a "
+        "local Ray instance with ray_workers workers.")
+    ray_workers: int | None = Field(
+        default=None, ge=1, le=1024, description="Ray episode workers (one process each); "
+        "default: one per CPU of the Ray instance.")
+    model_concurrency: int | None = Field(
+        default=None, ge=1, le=4096, description="At most this many model calls in flight per "
+        "provider (endpoint), across every thread and every Ray worker of the run.")
+
     def shared(self) -> dict[str, Any]:
         """The shared settings alone, to hand on to a run."""
         return {name: getattr(self, name) for name in RunSettings.model_fields}

@@ -35,6 +35,10 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 class StoreError(ValueError):
     """The run folder cannot hold records (e.g. ``records.jsonl`` is not a file)."""
+def artifact_relpath(kind: str, key: dict[str, Any]) -> str:
+    """Where an artifact lives inside a run folder; the same on every machine."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+    return f"artifacts/{kind}/{digest}.json"
 
 
 class RunStore:
@@ -97,8 +101,7 @@ class RunStore:
 
     # -- shared artifacts (opening request, p0) ------------------------------------------
     def artifact_path(self, kind: str, key: dict[str, Any]) -> Path:
-        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-        return self.root / "artifacts" / kind / f"{digest}.json"
+        return self.root / artifact_relpath(kind, key)
 
     def get_or_create(self, kind: str, key: dict[str, Any], make: Callable[[], Any]) -> tuple[Any, bool]:
         """The artifact stored under (kind, key), made once by ``make`` if absent.

@@ -74,6 +74,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sandbox", choices=SANDBOXES,
                    help="where env servers run: inproc (default: no container), docker (Docker "
                    "containers; exit 2 without an engine), auto (containers if an engine answers)")
+    p.add_argument("--backend", choices=["threads", "ray"],
+                   help="run episodes in threads of this process (default) or on Ray workers")
+    p.add_argument("--ray-address", help="with --backend ray: join this Ray cluster ('auto' or "
+                   "host:port); default: start a local Ray instance")
+    p.add_argument("--ray-workers", type=int,
+                   help="with --backend ray: worker processes (default: one per CPU)")
+    p.add_argument("--model-concurrency", type=int,
+                   help="at most this many model calls in flight per provider, across all workers")
     return p
 
 

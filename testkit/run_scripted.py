@@ -10,13 +10,23 @@ process. It proves plumbing, never a model.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from runtime import validate
+from runtime.backends import add_worker_setup
 from testkit import scripted
 from testkit.gold import GoldReplay
 from testkit.plan_follower import PlanFollowingRoles
 from testkit.roles import ScriptedRoles
+
+
+def register(latency: float = 0.0, sabotage: bool = False, noise: float = 0.0,
+             wrong_share: float = 1.0, disguised: bool = False) -> None:
+    """Register ``scripted/roles`` and ``scripted/plan-follower`` in this process."""
+    ScriptedRoles(act=GoldReplay(drop_last_write=sabotage)).model_name("roles")
+    PlanFollowingRoles(noise=noise, wrong_share=wrong_share, disguised=disguised).model_name("plan-follower")
+    scripted.set_latency(latency)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,10 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
-    ScriptedRoles(act=GoldReplay(drop_last_write=args.sabotage)).model_name("roles")
-    PlanFollowingRoles(noise=args.noise, wrong_share=args.wrong_share,
-                       disguised=args.disguised_critic).model_name("plan-follower")
-    scripted.set_latency(args.latency)
+    setup = functools.partial(register, latency=args.latency, sabotage=args.sabotage,
+                              noise=args.noise, wrong_share=args.wrong_share,
+                              disguised=args.disguised_critic)
+    setup()
+    add_worker_setup(setup)  # Ray workers are other processes: they register the same roles
     if args.command == "ablate":
         from runtime import ablate
 

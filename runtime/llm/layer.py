@@ -158,6 +158,7 @@ class ResponseCache:
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT)")
@@ -242,6 +243,8 @@ class ModelLayer:
         """Why the run must stop (set once, by the first fatal failure); None while it may go on."""
         self._abort_lock = threading.Lock()
         self._needs_placeholder: dict[ModelSpec, bool] = {}
+        self.limiter: Any = None
+        """Optional per-provider cap on calls in flight (``runtime.llm.limits``)."""
 
     def client(self, role: str, purpose: str, meter: Meter, seed: int | None = None,
                context: dict[str, Any] | None = None, refresh: bool = False) -> "RoleClient":
@@ -275,7 +278,13 @@ class ModelLayer:
         started = time.perf_counter()
         token = CALL_CONTEXT.set({**context, "purpose": purpose})
         try:
-            response = self._complete_with_retries(spec, request)
+            if self.limiter is None:
+                response = self._complete_with_retries(spec, request)
+            else:
+                from runtime.llm.limits import provider_of
+
+                with self.limiter.slot(provider_of(spec)):
+                    response = self._complete_with_retries(spec, request)
         finally:
             CALL_CONTEXT.reset(token)
         reply = _reply(response)
