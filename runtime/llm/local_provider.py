@@ -47,7 +47,10 @@ from litellm.llms.custom_llm import CustomLLMError
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+from runtime.llm.call_trace import CallTimer
 from runtime.llm.embedded_weights import EMBEDDED_MODEL_NAME, EmbeddedWeightsError, embedded_weights_path
+from runtime.llm.layer import CALL_CONTEXT
+from runtime.llm.state_cache import BoundedStateCache
 from runtime.llm.json_grammar import GrammarBuilder, gbnf_literal, json_schema_to_gbnf
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLLM", "register", "resolve_model_path"]
@@ -57,7 +60,7 @@ DEFAULT_LOCAL_MODEL = "local/smollm2-135m"  # PROVIDER + "/" + EMBEDDED_MODEL_NA
 N_CTX = 8192  # SmolLM2's trained context length
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_TEMPERATURE = 0.2  # llama-cpp-python's chat default; small models degrade fast when hotter
-_DEFAULT_STATE_CACHE_BYTES = 1 << 30  # ~12 saved prompts of 2k tokens; LOCAL_LLM_STATE_CACHE_BYTES overrides
+_DEFAULT_STATE_CACHE_BYTES = 384 << 20  # counted in full; LOCAL_LLM_STATE_CACHE_BYTES overrides
 _CONTEXT_MARGIN = 16  # tokens kept free for template/tokenisation slack
 _TRUNCATION_MARK = "\n[... truncated to fit the context window ...]\n"
 
@@ -217,7 +220,7 @@ def _load(path: Path) -> _LoadedModel:
     # state made a 2.3k-token prompt 15x faster (1.5 s instead of 22 s).
     cache_bytes = int(os.environ.get("LOCAL_LLM_STATE_CACHE_BYTES", str(_DEFAULT_STATE_CACHE_BYTES)))
     if cache_bytes > 0:
-        llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_bytes))
+        llm.set_cache(BoundedStateCache(cache_bytes))
     template = llm.metadata.get("tokenizer.chat_template")
     if template:
         eos, bos = llm.token_eos(), llm.token_bos()
@@ -452,16 +455,18 @@ class LocalLLM(CustomLLM):
             prompt, trimmed = _fit(loaded, chat, max_tokens)
             if trimmed:
                 _log.warning("local model %s: prompt trimmed to fit %d-token context", model, N_CTX)
-            out = loaded.llm.create_completion(
-                prompt=prompt,
-                max_tokens=max_tokens,
-                temperature=float(_given(params.get("temperature"), DEFAULT_TEMPERATURE)),
-                top_p=float(_given(params.get("top_p"), 0.95)),
-                seed=params.get("seed"),
-                stop=loaded.stop + stop,
-                grammar=loaded.grammar(gbnf) if gbnf else None,
-                logits_processor=[_ClosingPressure(loaded.closers(), max_tokens)] if gbnf else None,
-            )
+            with CallTimer(loaded.llm) as timer:
+                out = loaded.llm.create_completion(
+                    prompt=prompt,
+                    max_tokens=max_tokens,
+                    temperature=float(_given(params.get("temperature"), DEFAULT_TEMPERATURE)),
+                    top_p=float(_given(params.get("top_p"), 0.95)),
+                    seed=params.get("seed"),
+                    stop=loaded.stop + stop,
+                    grammar=loaded.grammar(gbnf) if gbnf else None,
+                    logits_processor=[_ClosingPressure(loaded.closers(), max_tokens)] if gbnf else None,
+                )
+                timer.write(CALL_CONTEXT.get().get("purpose", "?"), out["usage"], bool(gbnf), max_tokens)
         choice, usage = out["choices"][0], out["usage"]
         text = choice["text"].strip() if gbnf else choice["text"]
         finish = choice["finish_reason"] or "stop"
