@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
+from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, EMBEDDED_STAGE_MAX_TOKENS, RunConfig, UsageError
 from runtime.llm.layer import ModelSpec
 from runtime.runner import EpisodeMatrix
 
@@ -62,6 +62,10 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
             "(pass --model, e.g. --model openai/gpt-4o, to test a real one).[/]")
     max_steps = config.max_steps or (EMBEDDED_DEFAULTS["max_steps"] if embedded else DEFAULT_MAX_STEPS)
+    judge = judge_on(config, embedded)
+    if embedded and not judge and config.no_judge is None:
+        say("Plan judge off for the embedded model (it would cost about a third of the run); "
+            "--judge turns it on.")
     try:
         for spec in specs.values():
             check_credentials(spec)
@@ -97,7 +101,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         trials=config.trials, seed=config.seed, layer=ModelLayer(specs, cache=cache), store=store,
         planner_name=config.planner, make_planner=make_planner, max_steps=max_steps,
         concurrency=config.concurrency, retry_errors=config.retry_errors,
-        strategies=chosen, judge=not config.no_judge,
+        strategies=chosen, judge=judge,
     )
     run = Run(config=config, matrix=matrix, specs=specs, embedded=embedded)
     store.note_invocation({
@@ -118,11 +122,12 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     user = config.user_model or model
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
-        max_tokens = config.max_tokens
+        max_tokens, stages = config.max_tokens, ()
         if max_tokens is None and name == EMBEDDED_MODEL:
             max_tokens = EMBEDDED_DEFAULTS["max_tokens"]
+            stages = tuple(EMBEDDED_STAGE_MAX_TOKENS.items())
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
-                         max_tokens=max_tokens)
+                         max_tokens=max_tokens, stage_max_tokens=stages)
 
     return {
         "model": spec(model, config.api_base),
@@ -130,6 +135,14 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
         "judge_model": spec(judge, config.critic_api_base or config.api_base),
         "user_model": spec(user, config.user_api_base or config.api_base),
     }, embedded
+
+
+def judge_on(config: RunConfig, embedded: bool) -> bool:
+    """Whether the plan judge runs: as told (``--judge``/``--no-judge``), else on except for the
+    embedded model, where it would cost about a third of the run."""
+    if config.no_judge is not None:
+        return not config.no_judge
+    return EMBEDDED_DEFAULTS["judge"] if embedded else True
 
 
 def register_providers(specs: dict[str, ModelSpec]) -> None:

@@ -61,7 +61,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--planner", help="planner to test: a name from `python -m runtime.planners` or "
                    "package.module:Class (default llm)")
     p.add_argument("--no-judge", action="store_true", default=None,
-                   help="skip the plan judge (p0/p1 correctness, grade, E1–E6)")
+                   help="skip the plan judge (p0/p1 correctness, grade, E1–E6); the default on "
+                   "the embedded model")
+    p.add_argument("--judge", dest="no_judge", action="store_false", default=None,
+                   help="run the plan judge even on the embedded model")
     p.add_argument("--sandbox", choices=SANDBOXES,
                    help="where env servers run: inproc (default: no container), docker (Docker "
                    "containers; exit 2 without an engine), auto (containers if an engine answers)")
