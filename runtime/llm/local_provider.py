@@ -51,6 +51,7 @@ from runtime.llm.call_trace import CallTimer
 from runtime.llm.embedded_weights import EMBEDDED_MODEL_NAME, EmbeddedWeightsError, embedded_weights_path
 from runtime.llm.layer import CALL_CONTEXT
 from runtime.llm.state_cache import BoundedStateCache
+from runtime.llm.grammar_gate import GrammarGate
 from runtime.llm.json_grammar import GrammarBuilder, gbnf_literal, json_schema_to_gbnf
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLLM", "register", "resolve_model_path"]
@@ -61,6 +62,9 @@ N_CTX = 8192  # SmolLM2's trained context length
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_TEMPERATURE = 0.2  # llama-cpp-python's chat default; small models degrade fast when hotter
 _DEFAULT_STATE_CACHE_BYTES = 384 << 20  # counted in full; LOCAL_LLM_STATE_CACHE_BYTES overrides
+FAST_GRAMMAR = os.environ.get("LOCAL_LLM_FAST_GRAMMAR", "1") != "0"
+"""Greedy grammar calls check the model's top token before masking the vocabulary
+(``grammar_gate``); ``LOCAL_LLM_FAST_GRAMMAR=0`` masks every step as llama-cpp-python does."""
 _CONTEXT_MARGIN = 16  # tokens kept free for template/tokenisation slack
 _TRUNCATION_MARK = "\n[... truncated to fit the context window ...]\n"
 
@@ -455,17 +459,29 @@ class LocalLLM(CustomLLM):
             prompt, trimmed = _fit(loaded, chat, max_tokens)
             if trimmed:
                 _log.warning("local model %s: prompt trimmed to fit %d-token context", model, N_CTX)
+            temperature = float(_given(params.get("temperature"), DEFAULT_TEMPERATURE))
+            grammar, processors, gate = None, None, None
+            if gbnf:
+                grammar = loaded.grammar(gbnf)  # parsed (and cached) once, errors as ValueError
+                processors = [_ClosingPressure(loaded.closers(), max_tokens)]
+                if temperature == 0.0 and FAST_GRAMMAR:  # greedy: check the top token first
+                    gate = GrammarGate(loaded.llm._model.vocab, gbnf, loaded.llm.n_vocab())
+                    grammar, processors = None, [*processors, gate]
             with CallTimer(loaded.llm) as timer:
-                out = loaded.llm.create_completion(
-                    prompt=prompt,
-                    max_tokens=max_tokens,
-                    temperature=float(_given(params.get("temperature"), DEFAULT_TEMPERATURE)),
-                    top_p=float(_given(params.get("top_p"), 0.95)),
-                    seed=params.get("seed"),
-                    stop=loaded.stop + stop,
-                    grammar=loaded.grammar(gbnf) if gbnf else None,
-                    logits_processor=[_ClosingPressure(loaded.closers(), max_tokens)] if gbnf else None,
-                )
+                try:
+                    out = loaded.llm.create_completion(
+                        prompt=prompt,
+                        max_tokens=max_tokens,
+                        temperature=temperature,
+                        top_p=float(_given(params.get("top_p"), 0.95)),
+                        seed=params.get("seed"),
+                        stop=loaded.stop + stop,
+                        grammar=grammar,
+                        logits_processor=processors,
+                    )
+                finally:
+                    if gate is not None:
+                        gate.close()
                 timer.write(CALL_CONTEXT.get().get("purpose", "?"), out["usage"], bool(gbnf), max_tokens)
         choice, usage = out["choices"][0], out["usage"]
         text = choice["text"].strip() if gbnf else choice["text"]
