@@ -61,7 +61,8 @@ DEFAULT_LOCAL_MODEL = "local/smollm2-135m"  # PROVIDER + "/" + EMBEDDED_MODEL_NA
 N_CTX = 8192  # SmolLM2's trained context length
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_TEMPERATURE = 0.2  # llama-cpp-python's chat default; small models degrade fast when hotter
-_DEFAULT_STATE_CACHE_BYTES = 384 << 20  # counted in full; LOCAL_LLM_STATE_CACHE_BYTES overrides
+_DEFAULT_STATE_CACHE_BYTES = 256 << 20  # counted in full (~11k tokens of KV); LOCAL_LLM_STATE_CACHE_BYTES overrides
+N_BATCH = 256  # llama-cpp-python keeps an n_batch × n_vocab logits buffer (50 MB here) and copies it per saved state
 FAST_GRAMMAR = os.environ.get("LOCAL_LLM_FAST_GRAMMAR", "1") != "0"
 """Greedy grammar calls check the model's top token before masking the vocabulary
 (``grammar_gate``); ``LOCAL_LLM_FAST_GRAMMAR=0`` masks every step as llama-cpp-python does."""
@@ -105,14 +106,20 @@ class _LoadedModel:
         return self._grammars[gbnf]
 
     def closers(self) -> tuple[np.ndarray, np.ndarray]:
-        """Token ids whose text starts with a quote / with a closing bracket (computed once)."""
+        """Token ids that close: a string (text starting with a quote) / a container (starting
+        with a closing bracket), followed by nothing but closing brackets and whitespace
+        (computed once). Tokens such as ``},`` or ``","`` close one item only to start the
+        next, so boosting them made a model under pressure append array items until the budget
+        cut the JSON off."""
         if self._closers is None:
             quote, bracket = [], []
             for tok in range(self.llm.n_vocab()):
-                piece = self.llm.detokenize([tok])[:1]
-                if piece == b'"':
+                piece = self.llm.detokenize([tok])
+                if not piece or piece[1:].strip(b" \t\n}]"):
+                    continue
+                if piece[:1] == b'"':
                     quote.append(tok)
-                elif piece in (b"}", b"]"):
+                elif piece[:1] in (b"}", b"]"):
                     bracket.append(tok)
             self._closers = (np.array(quote, dtype=np.intc), np.array(bracket, dtype=np.intc))
         return self._closers
@@ -127,7 +134,8 @@ class _ClosingPressure:
     we boost tokens starting with ``"`` (ends the current string) and, less,
     ``}``/``]`` (ends the current container). The grammar still masks every
     token that would be invalid, so the boost only picks among valid
-    continuations and the JSON closes in a few tokens.
+    continuations and the JSON closes in a few tokens. The boost grows while the pressure
+    lasts, so closing a container eventually beats opening another array item.
     """
 
     def __init__(self, closers: tuple[np.ndarray, np.ndarray], max_tokens: int) -> None:
@@ -136,6 +144,7 @@ class _ClosingPressure:
         self.reserve = max(16, min(96, max_tokens // 4))
         self.prompt_len: int | None = None
         self.active = False
+        self.pressed = 0
 
     @staticmethod
     def looping(tokens: np.ndarray, min_span: int = 24, max_period: int = 32) -> bool:
@@ -156,8 +165,11 @@ class _ClosingPressure:
         if not self.active:
             self.active = len(generated) >= self.max_tokens - self.reserve or self.looping(generated)
         if self.active:
-            scores[self.quote] += 40.0
-            scores[self.bracket] += 20.0
+            # The boost grows with every token under pressure: a fixed one lost to ``,`` and
+            # the model appended empty array items until the budget cut the JSON off.
+            self.pressed += 1
+            scores[self.quote] += 40.0 + 10.0 * self.pressed
+            scores[self.bracket] += 20.0 + 10.0 * self.pressed
         return scores
 
 
@@ -211,6 +223,8 @@ def _load(path: Path) -> _LoadedModel:
         llm = llama_cpp.Llama(
             model_path=str(path),
             n_ctx=N_CTX,
+            n_batch=N_BATCH,
+            n_ubatch=N_BATCH,
             n_threads=threads,
             n_threads_batch=threads,
             flash_attn=True,
