@@ -75,31 +75,27 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", type=Path, help="replace the embedded block of FILE with the result")
-    parser.add_argument("--label", default="", help="a note printed with the figures (e.g. 'under load')")
-    parser.add_argument("extra", nargs="*", help="more runtime.validate options (after --)")
-    args = parser.parse_args()
+def measure(extra: list[str], label: str = "") -> tuple[str, int]:
+    """Run the default command once; (the results block, its exit code)."""
     with tempfile.TemporaryDirectory() as tmp:
         out, trace = Path(tmp) / "run", Path(tmp) / "trace.jsonl"
-        cmd = [sys.executable, *COMMAND, "--out", str(out), "--no-cache", *args.extra]
+        cmd = [sys.executable, *COMMAND, "--out", str(out), "--no-cache", *extra]
         env = {**os.environ, "LOCAL_LLM_TRACE": str(trace), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         load_before = os.getloadavg()
         wall, cpu, rss, code = run_child(cmd, env)
         load_after = os.getloadavg()
         rows = stages(trace)
-        records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()] \
+        records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines() if x.strip()] \
             if (out / "records.jsonl").exists() else []
-    shown = " ".join(["python", *COMMAND, *args.extra])
+    shown = " ".join(["python", *COMMAND, *extra])
     status = ", ".join(f"{r['key']['task_id']}: {r['status']} {r['score']}" for r in records) or "none"
     block = "\n".join([
         "### Embedded default",
         "",
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d')}; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after"
-        + (f" ({args.label})" if args.label else "") + ".",
-        f"Command: `python bench/embedded_run.py{' -- ' + ' '.join(args.extra) if args.extra else ''}`, "
+        + (f" ({label})" if label else "") + ".",
+        f"Command: `python bench/embedded_run.py{' -- ' + ' '.join(extra) if extra else ''}`, "
         f"which times `{shown}` cold (new run folder, `--no-cache`).",
         "",
         f"**{wall:.0f} s** wall, {cpu:.0f} s CPU, peak RSS **{rss:.0f} MB**, exit code {code}; "
@@ -107,6 +103,16 @@ def main() -> int:
         "",
         table(rows) if rows else "(no trace: the embedded model was not called)",
     ])
+    return block, code
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", type=Path, help="replace the embedded block of FILE with the result")
+    parser.add_argument("--label", default="", help="a note printed with the figures (e.g. 'under load')")
+    parser.add_argument("extra", nargs="*", help="more runtime.validate options (after --)")
+    args = parser.parse_args()
+    block, code = measure(args.extra, args.label)
     print(block, flush=True)
     if args.write:
         write_block(args.write, "embedded", block)
