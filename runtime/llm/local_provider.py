@@ -15,6 +15,10 @@ no code path that differs from a hosted model.
   JSON or native tool calls, but under a grammar they cannot produce anything
   else. Tool calls use a JSON envelope ``{"tool": ..., "arguments": {...}}`` /
   ``{"message": ...}`` that we translate to OpenAI-style ``tool_calls``.
+* Speed on a small CPU: saved prompt states (``state_cache``, bounded in bytes)
+  spare re-reading the prefix another role's call displaced; greedy grammar calls
+  check the top token before masking the vocabulary (``grammar_gate``); a model
+  near its budget is pushed to close its JSON (``closing_pressure``).
 * Prompts longer than the context are trimmed (oldest non-system messages
   first, then the middle of the longest message) instead of failing.
 
@@ -48,11 +52,12 @@ from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelRe
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from runtime.llm.call_trace import CallTimer
+from runtime.llm.closing_pressure import ClosingPressure, closing_tokens
 from runtime.llm.embedded_weights import EMBEDDED_MODEL_NAME, EmbeddedWeightsError, embedded_weights_path
-from runtime.llm.layer import CALL_CONTEXT
-from runtime.llm.state_cache import BoundedStateCache
 from runtime.llm.grammar_gate import GrammarGate
 from runtime.llm.json_grammar import GrammarBuilder, gbnf_literal, json_schema_to_gbnf
+from runtime.llm.layer import CALL_CONTEXT
+from runtime.llm.state_cache import BoundedStateCache
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLLM", "register", "resolve_model_path"]
 
@@ -106,71 +111,10 @@ class _LoadedModel:
         return self._grammars[gbnf]
 
     def closers(self) -> tuple[np.ndarray, np.ndarray]:
-        """Token ids that close: a string (text starting with a quote) / a container (starting
-        with a closing bracket), followed by nothing but closing brackets and whitespace
-        (computed once). Tokens such as ``},`` or ``","`` close one item only to start the
-        next, so boosting them made a model under pressure append array items until the budget
-        cut the JSON off."""
+        """Token ids that only close a string / a container (computed once)."""
         if self._closers is None:
-            quote, bracket = [], []
-            for tok in range(self.llm.n_vocab()):
-                piece = self.llm.detokenize([tok])
-                if not piece or piece[1:].strip(b" \t\n}]"):
-                    continue
-                if piece[:1] == b'"':
-                    quote.append(tok)
-                elif piece[:1] in (b"}", b"]"):
-                    bracket.append(tok)
-            self._closers = (np.array(quote, dtype=np.intc), np.array(bracket, dtype=np.intc))
+            self._closers = closing_tokens(self.llm)
         return self._closers
-
-
-class _ClosingPressure:
-    """Logits processor that makes a looping or out-of-budget model finish its JSON.
-
-    Why: under a grammar a small model can still repeat one phrase inside a
-    string until ``max_tokens`` cuts the JSON off (invalid output). Once the
-    output starts looping, or only ``reserve`` tokens of the budget are left,
-    we boost tokens starting with ``"`` (ends the current string) and, less,
-    ``}``/``]`` (ends the current container). The grammar still masks every
-    token that would be invalid, so the boost only picks among valid
-    continuations and the JSON closes in a few tokens. The boost grows while the pressure
-    lasts, so closing a container eventually beats opening another array item.
-    """
-
-    def __init__(self, closers: tuple[np.ndarray, np.ndarray], max_tokens: int) -> None:
-        self.quote, self.bracket = closers
-        self.max_tokens = max_tokens
-        self.reserve = max(16, min(96, max_tokens // 4))
-        self.prompt_len: int | None = None
-        self.active = False
-        self.pressed = 0
-
-    @staticmethod
-    def looping(tokens: np.ndarray, min_span: int = 24, max_period: int = 32) -> bool:
-        """True if the tail is one token pattern repeated >= 3 times over >= ``min_span`` tokens."""
-        for period in range(1, max_period + 1):
-            reps = max(3, -(-min_span // period))
-            if len(tokens) < period * reps:
-                break
-            tail = tokens[len(tokens) - period * reps :].reshape(reps, period)
-            if (tail == tail[0]).all():
-                return True
-        return False
-
-    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        if self.prompt_len is None:
-            self.prompt_len = len(input_ids)
-        generated = input_ids[self.prompt_len :]
-        if not self.active:
-            self.active = len(generated) >= self.max_tokens - self.reserve or self.looping(generated)
-        if self.active:
-            # The boost grows with every token under pressure: a fixed one lost to ``,`` and
-            # the model appended empty array items until the budget cut the JSON off.
-            self.pressed += 1
-            scores[self.quote] += 40.0 + 10.0 * self.pressed
-            scores[self.bracket] += 20.0 + 10.0 * self.pressed
-        return scores
 
 
 _models: dict[str, _LoadedModel] = {}
@@ -477,7 +421,7 @@ class LocalLLM(CustomLLM):
             grammar, processors, gate = None, None, None
             if gbnf:
                 grammar = loaded.grammar(gbnf)  # parsed (and cached) once, errors as ValueError
-                processors = [_ClosingPressure(loaded.closers(), max_tokens)]
+                processors = [ClosingPressure(loaded.closers(), max_tokens)]
                 if temperature == 0.0 and FAST_GRAMMAR:  # greedy: check the top token first
                     gate = GrammarGate(loaded.llm._model.vocab, gbnf, loaded.llm.n_vocab())
                     grammar, processors = None, [*processors, gate]
