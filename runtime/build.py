@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
+from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, EMBEDDED_STAGE_MAX_TOKENS, RunConfig, UsageError
 from runtime.llm.layer import ModelSpec
 from runtime.runner import EpisodeMatrix, check_size
 
@@ -62,10 +62,14 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     if embedded:
         say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
             "(pass --model, e.g. --model openai/gpt-4o, to test a real one).[/]")
-    note = self_review_note(config, modes, strategies or [config.strategy])
+    max_steps = config.max_steps or (EMBEDDED_DEFAULTS["max_steps"] if embedded else DEFAULT_MAX_STEPS)
+    judge = judge_on(config, embedded)
+    if embedded and not judge and config.no_judge is None:
+        say("Plan judge off for the embedded model (it would cost about a third of the run); "
+            "--judge turns it on.")
+    note = self_review_note(config, modes, strategies or [config.strategy], judge)
     if note:
         say(note)
-    max_steps = config.max_steps or (EMBEDDED_DEFAULTS["max_steps"] if embedded else DEFAULT_MAX_STEPS)
     try:
         for spec in specs.values():
             check_credentials(spec)
@@ -115,7 +119,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         trials=config.trials, seed=config.seed, layer=layer, store=store,
         planner_name=config.planner, make_planner=make_planner, max_steps=max_steps,
         concurrency=config.concurrency, retry_errors=config.retry_errors,
-        strategies=chosen, judge=not config.no_judge, auditor=not config.no_auditor,
+        strategies=chosen, judge=judge, auditor=not config.no_auditor,
     )
     run = Run(config=config, matrix=matrix, specs=specs, embedded=embedded)
     store.note_invocation({
@@ -150,11 +154,13 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     user = config.user_model or model
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
-        max_tokens = config.max_tokens
+        max_tokens, stages = config.max_tokens, ()
         if max_tokens is None and name == EMBEDDED_MODEL:
             max_tokens = EMBEDDED_DEFAULTS["max_tokens"]
+            stages = tuple(EMBEDDED_STAGE_MAX_TOKENS.items())
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
-                         max_tokens=max_tokens, timeout=config.request_timeout)
+                         max_tokens=max_tokens, timeout=config.request_timeout,
+                         stage_max_tokens=stages)
 
     return {
         "model": spec(model, config.api_base),
@@ -165,7 +171,8 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     }, embedded
 
 
-def self_review_note(config: RunConfig, modes: list[str], strategies: list[str]) -> str | None:
+def self_review_note(config: RunConfig, modes: list[str], strategies: list[str],
+                     judge: bool = True) -> str | None:
     """One line when the tested model critiques or judges its own plan (no --critic-model /
     --judge-model): the paper used a separate, stronger critic."""
     from critique.strategies import STRATEGIES
@@ -174,13 +181,21 @@ def self_review_note(config: RunConfig, modes: list[str], strategies: list[str])
     uses_critic = any(STRATEGIES[s].critic_role == "critic_model" for s in strategies if s in STRATEGIES)
     if "refine" in modes and uses_critic and not config.critic_model:
         roles.append("critiquing")
-    if set(modes) - {"direct"} and not config.no_judge and not (config.judge_model or config.critic_model):
+    if set(modes) - {"direct"} and judge and not (config.judge_model or config.critic_model):
         roles.append("judging")
     if not roles:
         return None
     return (f"No {'/'.join(r for r, on in (('--critic-model', 'critiquing' in roles), ('--judge-model', True)) if on)}"
             f" given: the tested model is {' and '.join(roles)} its own plan "
             "(the paper used a separate, stronger critic).")
+
+
+def judge_on(config: RunConfig, embedded: bool) -> bool:
+    """Whether the plan judge runs: as told (``--judge``/``--no-judge``), else on except for the
+    embedded model, where it would cost about a third of the run."""
+    if config.no_judge is not None:
+        return not config.no_judge
+    return EMBEDDED_DEFAULTS["judge"] if embedded else True
 
 
 def register_providers(specs: dict[str, ModelSpec]) -> None:

@@ -9,6 +9,7 @@ endpoint that stays unreachable, or finished with more errored episodes than
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import Callable, Sequence
 
@@ -29,6 +30,12 @@ EMBEDDED_NOTE = (
     "Real results need a real model."
 )
 INTERRUPTED = "interrupted: finished records are saved; run the same command again to resume"
+
+
+STAGE_WORDS = {"user": "simulated user", "planner": "writing plan p0", "judge": "judging a plan",
+               "critic": "critiquing p0", "self-critic": "critiquing p0", "reviser": "revising p0 into p1",
+               "executor": "executing the plan"}
+"""What each model call's purpose means to a person watching the progress bar."""
 
 
 def guarded(body: Callable[[], int]) -> int:
@@ -88,9 +95,22 @@ def run_with_progress(run: Run, console: Console) -> None:
     console.print(f"run {matrix.run_id}: {len(matrix.keys)} episodes ({len(matrix.keys) - len(todo)} "
                   f"already done) → {matrix.store.root}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
-        bar = progress.add_task("episodes", total=len(todo))
-        backends.run_episodes(run, on_done=lambda record: progress.advance(bar))
+                  TimeElapsedColumn(), TextColumn("[dim]{task.fields[stage]}"), console=console,
+                  transient=False) as progress:
+        bar = progress.add_task("episodes", total=len(todo), stage="")
+        calls = itertools.count(1)
+
+        def show_stage(purpose: str, request: dict) -> None:
+            # Episodes take minutes on a small local model: say what is happening meanwhile.
+            stage = STAGE_WORDS.get(purpose, purpose)
+            progress.update(bar, stage=f"model call {next(calls)}: {stage}")
+
+        matrix.layer.observers.append(show_stage)
+        try:
+            backends.run_episodes(run, on_done=lambda record: progress.advance(bar))
+        finally:
+            matrix.layer.observers.remove(show_stage)
+        progress.update(bar, stage="")
 
 
 def finished_records(run: Run) -> list[EpisodeRecord]:

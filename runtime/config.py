@@ -27,10 +27,18 @@ class UsageError(ValueError):
 EMBEDDED_MODEL = "local/smollm2-135m"
 """The offline default every role falls back to when no model is configured."""
 
-EMBEDDED_DEFAULTS = {"domain": "mock", "tasks": 2, "max_steps": 20, "max_tokens": 512}
+EMBEDDED_DEFAULTS = {"domain": "mock", "tasks": 2, "max_steps": 20, "max_tokens": 256, "judge": False}
 """What the offline default run uses unless told otherwise. A 135M model on 2 cores reads about
 80 prompt tokens a second, so τ²'s small ``mock`` domain (a policy of a few hundred tokens)
-keeps the whole run to minutes where airline's 5,000-token policy would take most of an hour."""
+keeps the whole run to minutes where airline's 5,000-token policy would take most of an hour.
+The plan judge is off (``--judge`` turns it on): its prompts carry the whole supervision and
+cost about a third of the run (``bench/RESULTS.md``)."""
+
+EMBEDDED_STAGE_MAX_TOKENS = {"user": 64, "executor": 128, "judge": 128, "critic": 160,
+                             "self-critic": 160, "planner": 256, "reviser": 256}
+"""Answer budgets per stage on the embedded model (unless ``--max-tokens`` is given). Generating
+is where its time goes (about 20 tokens a second), and SmolLM2 rarely stops on its own: it
+fills whatever budget it gets. A user turn or a tool call needs a sentence; a plan, a few."""
 
 
 class RunSettings(BaseModel):
@@ -56,7 +64,8 @@ class RunSettings(BaseModel):
                                   "(20 on the embedded model, to keep the offline run short).")
     cache_dir: Path | None = None
     strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")
-    no_judge: bool = Field(default=False, description="Skip the plan judge of p0 and p1.")
+    no_judge: bool | None = Field(default=None, description="Skip the plan judge of p0 and p1 "
+                                  "(default: judge, except on the embedded model).")
     no_auditor: bool = Field(default=False, description="Guard critiques with the rules alone (no leak auditor).")
     request_timeout: float = Field(default=300.0, gt=0, le=3600,
                                    description="Seconds one model request may take.")

@@ -63,7 +63,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--planner", help="planner to test: a name from `python -m runtime.planners` or "
                    "package.module:Class (default llm)")
     p.add_argument("--no-judge", action="store_true", default=None,
-                   help="skip the plan judge (p0/p1 correctness, grade, E1–E6)")
+                   help="skip the plan judge (p0/p1 correctness, grade, E1–E6); the default on "
+                   "the embedded model")
+    p.add_argument("--judge", dest="no_judge", action="store_false", default=None,
+                   help="run the plan judge even on the embedded model")
     p.add_argument("--no-auditor", action="store_true", default=None,
                    help="guard critiques with the rules alone (no leak auditor)")
     p.add_argument("--request-timeout", type=float,

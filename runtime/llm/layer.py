@@ -97,14 +97,24 @@ class ModelSpec:
     max_tokens: int | None = None
     timeout: float = 300.0
     """Seconds one request may take (``--request-timeout``)."""
+    stage_max_tokens: tuple[tuple[str, int], ...] = ()
+    """Answer budgets by purpose (``("user", 64), ...``) that replace ``max_tokens`` for those
+    purposes: a slow local model spends most of its time generating, and a user turn needs far
+    fewer tokens than a plan."""
+
+    def max_tokens_for(self, purpose: str) -> int | None:
+        return dict(self.stage_max_tokens).get(purpose, self.max_tokens)
 
     def public(self) -> dict[str, Any]:
-        return {
+        out = {
             "model": self.model,
             "api_base": self.api_base,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
+        if self.stage_max_tokens:
+            out["stage_max_tokens"] = dict(self.stage_max_tokens)
+        return out
 
 
 @dataclass
@@ -372,7 +382,7 @@ class RoleClient:
             "api_base": self.spec.api_base,
             "messages": messages,
             "temperature": self.spec.temperature,
-            "max_tokens": self.spec.max_tokens,
+            "max_tokens": self.spec.max_tokens_for(self.purpose),
             "seed": self.seed,
         }
         if tools:

@@ -15,6 +15,10 @@ no code path that differs from a hosted model.
   JSON or native tool calls, but under a grammar they cannot produce anything
   else. Tool calls use a JSON envelope ``{"tool": ..., "arguments": {...}}`` /
   ``{"message": ...}`` that we translate to OpenAI-style ``tool_calls``.
+* Speed on a small CPU: saved prompt states (``state_cache``, bounded in bytes)
+  spare re-reading the prefix another role's call displaced; greedy grammar calls
+  check the top token before masking the vocabulary (``grammar_gate``); a model
+  near its budget is pushed to close its JSON (``closing_pressure``).
 * Prompts longer than the context are trimmed (oldest non-system messages
   first, then the middle of the longest message) instead of failing.
 
@@ -47,8 +51,13 @@ from litellm.llms.custom_llm import CustomLLMError
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+from runtime.llm.call_trace import CallTimer
+from runtime.llm.closing_pressure import ClosingPressure, closing_tokens
 from runtime.llm.embedded_weights import EMBEDDED_MODEL_NAME, EmbeddedWeightsError, embedded_weights_path
+from runtime.llm.grammar_gate import GrammarGate
 from runtime.llm.json_grammar import GrammarBuilder, gbnf_literal, json_schema_to_gbnf
+from runtime.llm.layer import CALL_CONTEXT
+from runtime.llm.state_cache import BoundedStateCache
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalLLM", "register", "resolve_model_path"]
 
@@ -57,7 +66,11 @@ DEFAULT_LOCAL_MODEL = "local/smollm2-135m"  # PROVIDER + "/" + EMBEDDED_MODEL_NA
 N_CTX = 8192  # SmolLM2's trained context length
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_TEMPERATURE = 0.2  # llama-cpp-python's chat default; small models degrade fast when hotter
-_DEFAULT_STATE_CACHE_BYTES = 1 << 30  # ~12 saved prompts of 2k tokens; LOCAL_LLM_STATE_CACHE_BYTES overrides
+_DEFAULT_STATE_CACHE_BYTES = 256 << 20  # counted in full (~11k tokens of KV); LOCAL_LLM_STATE_CACHE_BYTES overrides
+N_BATCH = 256  # llama-cpp-python keeps an n_batch × n_vocab logits buffer (50 MB here) and copies it per saved state
+FAST_GRAMMAR = os.environ.get("LOCAL_LLM_FAST_GRAMMAR", "1") != "0"
+"""Greedy grammar calls check the model's top token before masking the vocabulary
+(``grammar_gate``); ``LOCAL_LLM_FAST_GRAMMAR=0`` masks every step as llama-cpp-python does."""
 _CONTEXT_MARGIN = 16  # tokens kept free for template/tokenisation slack
 _TRUNCATION_MARK = "\n[... truncated to fit the context window ...]\n"
 
@@ -98,60 +111,10 @@ class _LoadedModel:
         return self._grammars[gbnf]
 
     def closers(self) -> tuple[np.ndarray, np.ndarray]:
-        """Token ids whose text starts with a quote / with a closing bracket (computed once)."""
+        """Token ids that only close a string / a container (computed once)."""
         if self._closers is None:
-            quote, bracket = [], []
-            for tok in range(self.llm.n_vocab()):
-                piece = self.llm.detokenize([tok])[:1]
-                if piece == b'"':
-                    quote.append(tok)
-                elif piece in (b"}", b"]"):
-                    bracket.append(tok)
-            self._closers = (np.array(quote, dtype=np.intc), np.array(bracket, dtype=np.intc))
+            self._closers = closing_tokens(self.llm)
         return self._closers
-
-
-class _ClosingPressure:
-    """Logits processor that makes a looping or out-of-budget model finish its JSON.
-
-    Why: under a grammar a small model can still repeat one phrase inside a
-    string until ``max_tokens`` cuts the JSON off (invalid output). Once the
-    output starts looping, or only ``reserve`` tokens of the budget are left,
-    we boost tokens starting with ``"`` (ends the current string) and, less,
-    ``}``/``]`` (ends the current container). The grammar still masks every
-    token that would be invalid, so the boost only picks among valid
-    continuations and the JSON closes in a few tokens.
-    """
-
-    def __init__(self, closers: tuple[np.ndarray, np.ndarray], max_tokens: int) -> None:
-        self.quote, self.bracket = closers
-        self.max_tokens = max_tokens
-        self.reserve = max(16, min(96, max_tokens // 4))
-        self.prompt_len: int | None = None
-        self.active = False
-
-    @staticmethod
-    def looping(tokens: np.ndarray, min_span: int = 24, max_period: int = 32) -> bool:
-        """True if the tail is one token pattern repeated >= 3 times over >= ``min_span`` tokens."""
-        for period in range(1, max_period + 1):
-            reps = max(3, -(-min_span // period))
-            if len(tokens) < period * reps:
-                break
-            tail = tokens[len(tokens) - period * reps :].reshape(reps, period)
-            if (tail == tail[0]).all():
-                return True
-        return False
-
-    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        if self.prompt_len is None:
-            self.prompt_len = len(input_ids)
-        generated = input_ids[self.prompt_len :]
-        if not self.active:
-            self.active = len(generated) >= self.max_tokens - self.reserve or self.looping(generated)
-        if self.active:
-            scores[self.quote] += 40.0
-            scores[self.bracket] += 20.0
-        return scores
 
 
 _models: dict[str, _LoadedModel] = {}
@@ -204,6 +167,8 @@ def _load(path: Path) -> _LoadedModel:
         llm = llama_cpp.Llama(
             model_path=str(path),
             n_ctx=N_CTX,
+            n_batch=N_BATCH,
+            n_ubatch=N_BATCH,
             n_threads=threads,
             n_threads_batch=threads,
             flash_attn=True,
@@ -217,7 +182,7 @@ def _load(path: Path) -> _LoadedModel:
     # state made a 2.3k-token prompt 15x faster (1.5 s instead of 22 s).
     cache_bytes = int(os.environ.get("LOCAL_LLM_STATE_CACHE_BYTES", str(_DEFAULT_STATE_CACHE_BYTES)))
     if cache_bytes > 0:
-        llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_bytes))
+        llm.set_cache(BoundedStateCache(cache_bytes))
     template = llm.metadata.get("tokenizer.chat_template")
     if template:
         eos, bos = llm.token_eos(), llm.token_bos()
@@ -452,16 +417,30 @@ class LocalLLM(CustomLLM):
             prompt, trimmed = _fit(loaded, chat, max_tokens)
             if trimmed:
                 _log.warning("local model %s: prompt trimmed to fit %d-token context", model, N_CTX)
-            out = loaded.llm.create_completion(
-                prompt=prompt,
-                max_tokens=max_tokens,
-                temperature=float(_given(params.get("temperature"), DEFAULT_TEMPERATURE)),
-                top_p=float(_given(params.get("top_p"), 0.95)),
-                seed=params.get("seed"),
-                stop=loaded.stop + stop,
-                grammar=loaded.grammar(gbnf) if gbnf else None,
-                logits_processor=[_ClosingPressure(loaded.closers(), max_tokens)] if gbnf else None,
-            )
+            temperature = float(_given(params.get("temperature"), DEFAULT_TEMPERATURE))
+            grammar, processors, gate = None, None, None
+            if gbnf:
+                grammar = loaded.grammar(gbnf)  # parsed (and cached) once, errors as ValueError
+                processors = [ClosingPressure(loaded.closers(), max_tokens)]
+                if temperature == 0.0 and FAST_GRAMMAR:  # greedy: check the top token first
+                    gate = GrammarGate(loaded.llm._model.vocab, gbnf, loaded.llm.n_vocab())
+                    grammar, processors = None, [*processors, gate]
+            with CallTimer(loaded.llm) as timer:
+                try:
+                    out = loaded.llm.create_completion(
+                        prompt=prompt,
+                        max_tokens=max_tokens,
+                        temperature=temperature,
+                        top_p=float(_given(params.get("top_p"), 0.95)),
+                        seed=params.get("seed"),
+                        stop=loaded.stop + stop,
+                        grammar=grammar,
+                        logits_processor=processors,
+                    )
+                finally:
+                    if gate is not None:
+                        gate.close()
+                timer.write(CALL_CONTEXT.get().get("purpose", "?"), out["usage"], bool(gbnf), max_tokens)
         choice, usage = out["choices"][0], out["usage"]
         text = choice["text"].strip() if gbnf else choice["text"]
         finish = choice["finish_reason"] or "stop"
