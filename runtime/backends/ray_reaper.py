@@ -4,7 +4,8 @@ Ray stops most of a local instance when its driver exits, but after a SIGKILL so
 helper processes (the dashboard and runtime-env agents) outlive the driver. The driver starts
 this small watcher first, in a session of its own, holding one end of a pipe, and marks its own
 environment with a token that every process it starts afterwards (Ray's included) inherits. When
-the pipe closes — the driver exited, however it died — the watcher ends every process that
+the pipe closes or the watcher loses the driver as its parent — the driver exited, however it
+died — the watcher ends every process that
 carries the token (SIGTERM, then SIGKILL after a grace period) and exits. Linux only (it reads
 ``/proc``); elsewhere it does nothing.
 
@@ -14,6 +15,7 @@ carries the token (SIGTERM, then SIGKILL after a grace period) and exits. Linux 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -87,13 +89,24 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def wait_for_driver_end(poll_s: float = 0.5) -> None:
+    """Return once the driver is gone: its end of the pipe closed, or (should a process that
+    outlives it hold a copy of that end) this watcher re-parented away from it."""
+    driver = os.getppid()
+    fd = sys.stdin.fileno()
+    while os.getppid() == driver:
+        try:
+            ready, _, _ = select.select([fd], [], [], poll_s)
+            if ready and not os.read(fd, 4096):
+                return
+        except OSError:
+            return
+
+
 def main(argv: list[str]) -> int:
     token = argv[0]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the driver; we wait for its end
-    try:
-        sys.stdin.buffer.read()
-    except OSError:
-        pass
+    wait_for_driver_end()
     sweep(token)
     return 0
 
