@@ -257,9 +257,11 @@ class Environment(Protocol):
         """Score a trajectory with the benchmark's own evaluator."""
         ...
 
-    def capture_logs(self, folder: Path) -> None:
+    def capture_logs(self, folder: Path, scrub: Callable[[str], str] | None = None) -> None:
         """Keep the logs of whatever serves this environment (env servers, containers) in
-        ``folder`` (the run folder's); a no-op where nothing runs outside this process."""
+        ``folder`` (the run folder's), passed through ``scrub`` (the runtime's secret scrubber:
+        environments cannot import it) before they are written; a no-op where nothing runs
+        outside this process."""
         ...
 
     def close(self) -> None:

@@ -28,7 +28,7 @@ import weakref
 from pathlib import Path
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from pydantic import BaseModel, ValidationError
 
@@ -480,7 +480,7 @@ class RemoteEnvironment:
         args = p.ScoreArgs(domain=domain, task_id=task_id, trajectory=trajectory)
         return self._call("score", args, p.ScoreResult).score
 
-    def capture_logs(self, folder: Path) -> None:
+    def capture_logs(self, folder: Path, scrub: Optional[Callable[[str], str]] = None) -> None:
         """Env servers in local processes keep their stderr in memory for error messages."""
 
     def close(self) -> None:

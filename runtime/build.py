@@ -108,7 +108,9 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     if not config.no_cache:
         cache = open_folder(cache_dir, "--cache-dir", lambda d: ResponseCache(d / "responses.sqlite"))
     log_to(out)
-    env.capture_logs(out / "containers")
+    from runtime.scrub import scrub
+
+    env.capture_logs(out / "containers", scrub=scrub)
     layer = ModelLayer(specs, cache=cache)
     if config.model_concurrency:
         from runtime.llm.limits import LocalLimiter

@@ -80,3 +80,30 @@ def test_planted_keys_echoed_by_an_endpoint_reach_no_file_and_no_stream(family, 
             assert value.encode() not in path.read_bytes(), f"{value} written to {path}"
     # every episode errored: exit 3; rejected credentials stop the run: one line, exit 2
     assert codes == [3, 2] and "run stopped" in captured.err
+
+
+def test_container_logs_pass_through_the_scrubber(tmp_path, monkeypatch):
+    """A container's stderr (an env server echoing a key in a traceback, say) is written to the
+    run folder through the scrubber the runtime hands the environment."""
+    from envs.docker.container import ContainerProcess, ContainerSpec
+    from runtime.scrub import scrub
+
+    key = "sk-container-" + "7" * 24
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+
+    class Container:
+        attrs = {"State": {"Status": "exited", "ExitCode": 0}}
+
+        def reload(self):
+            pass
+
+        def logs(self, stdout, stderr):
+            return f"Traceback ... Authorization: Bearer {key}\nsecond line {key}\n".encode()
+
+    proc = object.__new__(ContainerProcess)
+    proc.container, proc.name = Container(), "evr-test-1"
+    proc.spec = ContainerSpec(image="img", command=["x"], env="tau2")
+    proc._log_dir, proc._scrub = (lambda: tmp_path), scrub
+    proc._save_logs()
+    written = (tmp_path / "evr-test-1.log").read_text()
+    assert key not in written and "second line" in written and '"exit_code": 0' in written

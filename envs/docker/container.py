@@ -109,10 +109,12 @@ class ContainerProcess:
     _counter = 0
     _counter_lock = threading.Lock()
 
-    def __init__(self, client, spec: ContainerSpec, log_dir: Callable[[], Path]):
+    def __init__(self, client, spec: ContainerSpec, log_dir: Callable[[], Path],
+                 scrub: Callable[[str], str] = lambda text: text):
         self.client = client
         self.spec = spec
         self._log_dir = log_dir
+        self._scrub = scrub
         self.returncode: Optional[int] = None
         self._eof = threading.Event()
         self._removed = False
@@ -225,6 +227,7 @@ class ContainerProcess:
                   "status": state.get("Status"), "exit_code": state.get("ExitCode"),
                   "oom_killed": state.get("OOMKilled"), "started_at": state.get("StartedAt"),
                   "finished_at": state.get("FinishedAt")}
-        with (folder / f"{self.name}.log").open("wb") as fh:
-            fh.write((json.dumps(header) + "\n").encode("utf-8"))
-            fh.write(logs or b"")
+        text = (logs or b"").decode("utf-8", errors="replace")
+        with (folder / f"{self.name}.log").open("w", encoding="utf-8") as fh:
+            fh.write(json.dumps(header) + "\n")
+            fh.write(self._scrub(text))

@@ -115,6 +115,8 @@ class DockerLauncher:
         self.pids = int(pids or os.environ.get("EVR_DOCKER_PIDS") or 512)
         default_logs = os.environ.get("EVR_DOCKER_LOGS")
         self.log_dir: Path = Path(log_dir or default_logs or state_dir() / "logs")
+        self.scrub: Callable[[str], str] = lambda text: text
+        """Applied to every container log before it is written (``capture_logs``)."""
         self._processes: "weakref.WeakSet[ContainerProcess]" = weakref.WeakSet()
         _LAUNCHERS.add(self)
         _install_signal_handler()
@@ -123,7 +125,8 @@ class DockerLauncher:
         spec = ContainerSpec(image=self.image, command=self.command, env=self.env,
                              network=self.network, memory=self.memory, cpus=self.cpus,
                              pids=self.pids)
-        proc = ContainerProcess(self.client, spec, log_dir=lambda: self.log_dir)
+        proc = ContainerProcess(self.client, spec, log_dir=lambda: self.log_dir,
+                                scrub=lambda text: self.scrub(text))
         self._processes.add(proc)
         return proc
 
@@ -145,9 +148,12 @@ class DockerEnvironment(RemoteEnvironment):
         self.launcher = launcher
         self.sandbox = "docker"
 
-    def capture_logs(self, folder: Path) -> None:
-        """Write each container's stderr to ``folder`` when it is removed (the run folder)."""
+    def capture_logs(self, folder: Path, scrub: Optional[Callable[[str], str]] = None) -> None:
+        """Write each container's stderr to ``folder`` when it is removed (the run folder),
+        through ``scrub`` (the runtime's secret scrubber) when one is given."""
         self.launcher.log_dir = Path(folder)
+        if scrub is not None:
+            self.launcher.scrub = scrub
 
     def close(self) -> None:
         super().close()

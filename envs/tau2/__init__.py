@@ -56,7 +56,7 @@ class Tau2Environment:
         )
         return episode.score(domain, task, trajectory)
 
-    def capture_logs(self, folder) -> None:
+    def capture_logs(self, folder, scrub=None) -> None:
         """Nothing to capture: τ²-bench runs in this interpreter (its log goes to run.log)."""
 
     def close(self) -> None:

@@ -210,7 +210,9 @@ def build_worker_matrix(spec: Recipe, cache: Any, limiter: Any) -> tuple[Any, Ar
     register_providers(specs)
     env = get_environment(config.env, sandbox=config.sandbox)
     if Path(spec.log_dir).parent.is_dir():  # same machine (or a shared folder) as the driver
-        env.capture_logs(Path(spec.log_dir))
+        from runtime.scrub import scrub
+
+        env.capture_logs(Path(spec.log_dir), scrub=scrub)
     layer = ModelLayer(specs, cache=cache)
     layer.limiter = limiter
     memo = ArtifactMemo()
