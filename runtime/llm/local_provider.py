@@ -66,7 +66,7 @@ DEFAULT_LOCAL_MODEL = "local/smollm2-135m"  # PROVIDER + "/" + EMBEDDED_MODEL_NA
 N_CTX = 8192  # SmolLM2's trained context length
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_TEMPERATURE = 0.2  # llama-cpp-python's chat default; small models degrade fast when hotter
-_DEFAULT_STATE_CACHE_BYTES = 256 << 20  # counted in full (~11k tokens of KV); LOCAL_LLM_STATE_CACHE_BYTES overrides
+_DEFAULT_STATE_CACHE_BYTES = 128 << 20  # counted in full (~5.5k tokens of KV); LOCAL_LLM_STATE_CACHE_BYTES overrides
 N_BATCH = 256  # llama-cpp-python keeps an n_batch × n_vocab logits buffer (50 MB here) and copies it per saved state
 FAST_GRAMMAR = os.environ.get("LOCAL_LLM_FAST_GRAMMAR", "1") != "0"
 """Greedy grammar calls check the model's top token before masking the vocabulary
