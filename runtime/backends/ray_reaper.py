@@ -64,8 +64,27 @@ def marked(token: str) -> list[int]:
     return found
 
 
+def with_descendants(pids: list[int]) -> list[int]:
+    """``pids`` and every process below them (Ray's agents are started by the raylet and may
+    not carry the token in their environment)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(pids), list(pids)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found and child != os.getpid():
+                found.add(child)
+                todo.append(child)
+    return sorted(found)
+
+
 def sweep(token: str) -> list[int]:
-    pids = marked(token)
+    pids = with_descendants(marked(token))
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
