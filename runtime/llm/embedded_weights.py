@@ -67,11 +67,8 @@ def locate_embedded_weights() -> Path:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def verify_weights(path: Path, expected_sha256: str = EMBEDDED_SHA256) -> Path:
