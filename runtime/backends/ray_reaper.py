@@ -3,13 +3,20 @@
 Ray stops most of a local instance when its driver exits, but after a SIGKILL some of its
 helper processes (the dashboard and runtime-env agents) outlive the driver. The driver starts
 this small watcher first, in a session of its own, holding one end of a pipe, and marks its own
-environment with a token that every process it starts afterwards (Ray's included) inherits. When
-the pipe closes or the watcher loses the driver as its parent — the driver exited, however it
-died — the watcher ends every process that
-carries the token (SIGTERM, then SIGKILL after a grace period) and exits. Linux only (it reads
-``/proc``); elsewhere it does nothing.
+environment with a token that every process it starts afterwards (Ray's included) inherits.
 
-    python -m runtime.backends.ray_reaper TOKEN   (started by :func:`start`, not by hand)
+The raylet starts its agents with an environment of its own, without the token, and once the
+driver is killed the raylet may exit before the watcher looks, leaving the agents re-parented
+away from anything marked. So while the driver lives the watcher keeps a ledger of every marked
+process and everything below it (pid and start time, so a reused pid is never mistaken). When
+the pipe closes or the watcher loses the driver as its parent — the driver exited, however it
+died — it ends every process in the ledger or carrying the token (SIGTERM, then SIGKILL after a
+grace period) and exits. Linux only (it reads ``/proc``); elsewhere it does nothing.
+
+    python runtime/backends/ray_reaper.py TOKEN   (started by :func:`start`, not by hand)
+
+It runs as a script with the standard library alone (``python -I``), not through the ``runtime``
+package, so it is watching within a fraction of a second instead of after the runtime's imports.
 """
 
 from __future__ import annotations
@@ -31,9 +38,11 @@ def start() -> subprocess.Popen:
     """Start the watcher and mark this process's environment so its later children inherit it."""
     token = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if k != MARK}
-    proc = subprocess.Popen([sys.executable, "-m", "runtime.backends.ray_reaper", token],
+    proc = subprocess.Popen([sys.executable, "-I", str(Path(__file__).resolve()), token],
                             stdin=subprocess.PIPE, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc.stdout.read(1)  # the watcher says it is watching (or ends: then b"" and nothing to wait for)
+    proc.stdout.close()
     os.environ[MARK] = token
     return proc
 
@@ -83,8 +92,32 @@ def with_descendants(pids: list[int]) -> list[int]:
     return sorted(found)
 
 
-def sweep(token: str) -> list[int]:
-    pids = with_descendants(marked(token))
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (``/proc/PID/stat`` field 22): with
+    the pid it names one process for good, even once the pid is reused."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+Ledger = dict[int, int]  # pid -> start time
+
+
+def record(token: str, ledger: Ledger) -> None:
+    """Add the marked processes and their descendants, as they are now, to ``ledger``."""
+    for pid in with_descendants(marked(token)):
+        if pid not in ledger and (started := start_time(pid)) is not None:
+            ledger[pid] = started
+
+
+def still_running(ledger: Ledger) -> list[int]:
+    """The ledger's processes that are still the same processes."""
+    return [pid for pid, started in ledger.items() if start_time(pid) == started]
+
+
+def sweep(token: str, ledger: Ledger | None = None) -> list[int]:
+    pids = sorted(set(with_descendants(marked(token))) | set(still_running(ledger or {})))
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
@@ -108,12 +141,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def wait_for_driver_end(poll_s: float = 0.5) -> None:
+def wait_for_driver_end(token: str, ledger: Ledger, poll_s: float = 0.5) -> None:
     """Return once the driver is gone: its end of the pipe closed, or (should a process that
-    outlives it hold a copy of that end) this watcher re-parented away from it."""
+    outlives it hold a copy of that end) this watcher re-parented away from it. Meanwhile keep
+    ``ledger`` up to date."""
     driver = os.getppid()
     fd = sys.stdin.fileno()
     while os.getppid() == driver:
+        record(token, ledger)
         try:
             ready, _, _ = select.select([fd], [], [], poll_s)
             if ready and not os.read(fd, 4096):
@@ -125,8 +160,10 @@ def wait_for_driver_end(poll_s: float = 0.5) -> None:
 def main(argv: list[str]) -> int:
     token = argv[0]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the driver; we wait for its end
-    wait_for_driver_end()
-    sweep(token)
+    ledger: Ledger = {}
+    os.write(sys.stdout.fileno(), b".")
+    wait_for_driver_end(token, ledger)
+    sweep(token, ledger)
     return 0
 
 
