@@ -99,7 +99,14 @@ class ScrubbedStream(io.TextIOBase):
         self.inner.flush()
 
     def isatty(self) -> bool:
-        return self.inner.isatty()
+        try:
+            return self.inner.isatty()
+        except ValueError:  # the inner stream is closed (e.g. at interpreter exit)
+            return False
+
+    @property
+    def closed(self) -> bool:  # type: ignore[override]
+        return bool(getattr(self.inner, "closed", False))
 
     def fileno(self) -> int:
         return self.inner.fileno()

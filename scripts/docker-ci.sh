@@ -10,8 +10,8 @@
 #      when their input hash is unchanged, pip inside the build trusting the host's CA bundle;
 #   4. the engine tests of tests/test_docker_launcher.py;
 #   5. τ²-bench end to end, all three modes, scripted model: in process vs. in a container, one
-#      container serving every episode; the records' rewards must be equal (a sabotaged run too,
-#      so that 0.0 is compared as well as 1.0);
+#      container serving every episode, and in containers under the Ray backend (2 workers); the
+#      records' rewards must be equal (a sabotaged run too, so that 0.0 is compared as well as 1.0);
 #   6. a container killed mid-run: that episode is recorded as errored, the run goes on, nothing
 #      is left behind; Ctrl-C (SIGINT) mid-run leaves nothing behind either;
 #   7. the runtime image runs a scripted episode with no network;
@@ -176,6 +176,10 @@ run "$WORK/inproc" -- --env tau2 --domain airline --mode all --task-ids $TASKS -
 say "the same in a container (one container for every episode)"
 EVR_DOCKER_SERVERS=1 run "$WORK/docker" -- --env tau2 --domain airline --mode all --task-ids $TASKS \
     --model scripted/roles --sandbox docker || fail "container run failed (see $WORK/docker.log)"
+say "the same in containers under the Ray backend (a local instance, 2 workers, a container each)"
+EVR_DOCKER_SERVERS=1 run "$WORK/docker-ray" -- --env tau2 --domain airline --mode all --task-ids $TASKS \
+    --model scripted/roles --sandbox docker --backend ray --ray-workers 2 \
+    || fail "container run under Ray failed (see $WORK/docker-ray.log)"
 say "sabotaged replays (rewards 0.0 and 1.0): in process, then in a container"
 run "$WORK/inproc-sabotage" --sabotage -- --env tau2 --domain airline --mode direct --task-ids 1,2 \
     --model scripted/roles || fail "sabotaged in-process run failed"
@@ -193,7 +197,8 @@ def records(name):
 
 # The gold replay scores 1.0 everywhere; the sabotaged one 0.0 where the dropped write matters
 # (airline task 2) and 1.0 where the task has no state-changing write (task 1).
-for a, b, want in (("inproc", "docker", {1.0}), ("inproc-sabotage", "docker-sabotage", {0.0, 1.0})):
+for a, b, want in (("inproc", "docker", {1.0}), ("inproc", "docker-ray", {1.0}),
+                   ("inproc-sabotage", "docker-sabotage", {0.0, 1.0})):
     left, right = records(a), records(b)
     assert left and left.keys() == right.keys(), f"{a} vs {b}: different episodes"
     for key in sorted(left):
@@ -205,13 +210,16 @@ for a, b, want in (("inproc", "docker", {1.0}), ("inproc-sabotage", "docker-sabo
 logs = sorted((work / "docker" / "containers").glob("*.log"))
 assert len(logs) == 1, f"expected one container to serve every episode, got {len(logs)}"
 print(f"one container served {len(records('docker'))} episodes: {logs[0].name}")
+ray_logs = sorted((work / "docker-ray" / "containers").glob("*.log"))
+assert 1 <= len(ray_logs) <= 2, f"expected a container per Ray worker at most, got {len(ray_logs)}"
+print(f"under Ray, {len(ray_logs)} container(s) served {len(records('docker-ray'))} episodes")
 # A container closed at the end of a run ends by itself when its stdin closes: exit 0, not 137.
 for log in sorted(work.glob("docker*/containers/*.log")):
     header = json.loads(log.read_text().splitlines()[0])
     assert (header["status"], header["exit_code"]) == ("exited", 0), f"{log}: {header}"
 print("every container of those runs exited 0 when closed")
 PY
-passed "rewards equal in process and in a container (1.0 and 0.0); containers exit 0 when closed"
+passed "rewards equal in process, in a container and in containers under Ray (1.0 and 0.0); containers exit 0 when closed"
 
 # ---- 6. a container killed mid-run; Ctrl-C mid-run ---------------------------------------------
 say "killing the container mid-run"

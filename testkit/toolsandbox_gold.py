@@ -236,6 +236,15 @@ def tool_results(messages: list[dict[str, Any]]) -> list[Any]:
     return out
 
 
+def register_roles(name: str, name_maps: dict[str, dict[str, str]], wrong: bool = False) -> str:
+    """Register ``scripted/<name>``: the fixed roles with this script as executor and user, for
+    the tasks in ``name_maps`` (task id -> agent-facing -> execution-facing names). Plain data
+    in, so ``functools.partial(register_roles, ...)`` can register the same model in Ray workers."""
+    from testkit.roles import ScriptedRoles
+
+    return ScriptedRoles(act=ToolSandboxGold(name_maps.__getitem__, wrong=wrong)).model_name(name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m runtime.validate --env toolsandbox`` with this script as every model."""
     from envs.toolsandbox import ToolSandboxEnvironment

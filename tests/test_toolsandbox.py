@@ -475,3 +475,44 @@ def test_cli_refine_runs_toolsandbox_with_scripted_models(ts_env, validate, tmp_
         assert r["score_info"]["categories"] and r["turns"] == r["score_info"]["turn_count"]
     summary = categories.by_category(records)["refine"]
     assert summary["ALL_CATEGORIES"] == {"n": 2, "similarity": 1.0, "turn_count": 5.0}
+
+
+def test_the_ray_backend_gives_the_threads_records_on_toolsandbox(ts_env, validate, tmp_path, monkeypatch):
+    """ToolSandbox under ``--backend ray`` (a local instance, 2 workers, each starting its own
+    env servers): the same records and scores as with threads, all three modes."""
+    pytest.importorskip("ray", reason="the Ray backend needs Ray: pip install -e '.[ray]'")
+    import functools
+
+    from runtime.backends import WORKER_SETUP, add_worker_setup, ray_backend
+    from testkit.toolsandbox_gold import register_roles
+
+    tasks = ["cellular_off", "wifi_off_10_distraction_tools",
+             "remove_contact_by_phone_multiple_user_turn_3_distraction_tools_tool_name_scrambled"]
+    setup = functools.partial(register_roles, "ts-ray-roles",
+                              {t: ts_env.task_info("default", t)["tool_name_map"] for t in tasks})
+    model = setup()
+    monkeypatch.setenv("TOOLSANDBOX_SERVERS", "1")
+    args = ["--env", "toolsandbox", "--mode", "all", "--model", model, "--tasks", ",".join(tasks),
+            "--concurrency", "2", "--no-cache"]
+    code_t, threads = validate(*args, out=tmp_path / "threads")
+    add_worker_setup(setup)
+    try:
+        ray_backend.start_local(2)
+        code_r, on_ray = validate(*args, "--backend", "ray", "--ray-workers", "2", out=tmp_path / "ray")
+    finally:
+        ray_backend.stop_local()
+        WORKER_SETUP.remove(setup)
+    assert code_t == code_r == 0
+    assert len(threads) == len(on_ray) == 3 * len(tasks)
+
+    def outcome(rows):  # all but timings, usage and the random tool-call ids
+        import json
+        import re
+
+        kept = {r["record_id"]: [r["status"], r["score"], r["score_info"], r["turns"], r["p0"], r["p1"],
+                                 r["critique"], r["breakdown"], r["termination"], r["messages"]]
+                for r in rows}
+        return json.loads(re.sub(r"call_[0-9a-f]{12}", "call_X", json.dumps(kept, sort_keys=True)))
+
+    assert outcome(on_ray) == outcome(threads)
+    assert {r["score"] for r in on_ray} == {1.0}
