@@ -78,6 +78,8 @@ def make_handler(replay: Replay, latency: float):
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as every hosted provider
+        disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall
         def do_GET(self):  # noqa: N802 - ``GET /stats``: chat calls answered, most at once
             with lock:  # ``GET /stats/reset``: the same, then the peak starts again from now
                 payload = json.dumps(calls).encode()
