@@ -210,9 +210,10 @@ for a, b, want in (("inproc", "docker", {1.0}), ("inproc", "docker-ray", {1.0}),
 logs = sorted((work / "docker" / "containers").glob("*.log"))
 assert len(logs) == 1, f"expected one container to serve every episode, got {len(logs)}"
 print(f"one container served {len(records('docker'))} episodes: {logs[0].name}")
+# Under Ray each worker has its own container; the driver's own (it listed the tasks) is the third.
 ray_logs = sorted((work / "docker-ray" / "containers").glob("*.log"))
-assert 1 <= len(ray_logs) <= 2, f"expected a container per Ray worker at most, got {len(ray_logs)}"
-print(f"under Ray, {len(ray_logs)} container(s) served {len(records('docker-ray'))} episodes")
+assert 2 <= len(ray_logs) <= 3, f"expected a container per Ray worker and the driver's, got {len(ray_logs)}"
+print(f"under Ray, {len(ray_logs)} containers (2 workers' and the driver's) for {len(records('docker-ray'))} episodes")
 # A container closed at the end of a run ends by itself when its stdin closes: exit 0, not 137.
 for log in sorted(work.glob("docker*/containers/*.log")):
     header = json.loads(log.read_text().splitlines()[0])
