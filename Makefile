@@ -42,6 +42,7 @@ docker-ci: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/runtime_vs_tau2.py all --write bench/RESULTS.md
 	$(PY) bench/explorer_report.py --write bench/RESULTS.md
+	$(PY) bench/model_call_cpu.py --calls 500 --rounds 5 --write bench/RESULTS.md
 
 # Threads against Ray (local, 2 workers) at 1 s model latency; replaces its block of bench/RESULTS.md.
 bench-backends: $(STAMP)
