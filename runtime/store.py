@@ -23,14 +23,21 @@ SUMMARY = "summary.json"
 RUN_INFO = "run.json"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: a reader
+    (or a run killed mid-write) sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(scrub_data(json.loads(json.dumps(data, default=str))), fh, indent=2, sort_keys=True)
+        fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(scrub_data(json.loads(json.dumps(data, default=str))),
+                                       indent=2, sort_keys=True))
 
 
 class StoreError(ValueError):

@@ -215,3 +215,22 @@ def test_what_the_guard_found_and_removed_is_shown_only_under_the_label(run_fold
         assert guard.count(secret) == 2 and "sequence: get_user_details → cancel_reservation" in guard
         assert explorer.SUPERVISION_NOTE in guard
         assert secret not in page.text(skip=lambda n: "supervision" in n.classes)
+
+
+def test_report_pages_are_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    """Pages go through ``write_text_atomic``: a write that dies before it is complete (here:
+    at the flush to disk) leaves the previous page as it was, never half of a new one."""
+    import os
+
+    from runtime.store import write_text_atomic
+
+    page = tmp_path / "tasks" / "t.html"
+    write_text_atomic(page, "<p>old</p>")
+
+    def crash(fd):
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(os, "fsync", crash)
+    with pytest.raises(OSError, match="disk went away"):
+        write_text_atomic(page, "<p>new</p>" * 10_000)
+    assert page.read_text(encoding="utf-8") == "<p>old</p>"

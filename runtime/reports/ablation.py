@@ -9,6 +9,7 @@ import pandas as pd
 
 from critique.strategies import STRATEGIES
 from runtime.reports.stats import arm_errors, delta_lines
+from runtime.store import write_text_atomic
 
 
 def ablation_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -72,7 +73,7 @@ def write_table(table: pd.DataFrame, out: Path) -> None:
     lines.append("")
     lines.append("Δ is on the tasks complete in both arms; \"Δ errors as 0\" scores errored episodes 0.")
     lines.append("`leaky` lets the critic reveal the reference: it is an upper bound, not a method.")
-    (out / "ablation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomic(out / "ablation.md", "\n".join(lines) + "\n")
 
 
 def _f(value, digits: int = 3) -> str:

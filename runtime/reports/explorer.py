@@ -24,6 +24,7 @@ from markdown_it import MarkdownIt
 from runtime.records import MODES, EpisodeRecord
 from runtime.reports import episode_view
 from runtime.reports.summary import arm
+from runtime.store import write_text_atomic
 
 FOLDER = "explorer"
 SUPERVISION_NOTE = "supervision-only: hidden from the tested model"
@@ -186,13 +187,13 @@ def write(folder: Path, records: list[EpisodeRecord], title: str, summary_markdo
         rows_by_task[(row.env, row.domain, row.task_id)].append(row)
     for key, task_records in by_task.items():
         page = out / "tasks" / f"{task_slug(*key)}.html"
-        page.write_text(_task_page(key, task_records, rows_by_task[key], title), encoding="utf-8")
+        write_text_atomic(page, _task_page(key, task_records, rows_by_task[key], title))
     arms = arm_order(a for row in rows for a in row.scores)
     index = out / "index.html"
-    index.write_text(_env.get_template("index.html.j2").render(
+    write_text_atomic(index, _env.get_template("index.html.j2").render(
         title=title, summary_html=_summary_html(summary_markdown) if summary_markdown else "",
         images=[_image(p) for p in images], rows=rows, arms=arms, wins=wins, losses=losses,
         errors=errored(records), n_records=len(records), n_tasks=len(by_task),
         models=sorted({r.key.model for r in records}), envs=sorted({r.key.env for r in records}),
-    ), encoding="utf-8")
+    ))
     return {"explorer": index}

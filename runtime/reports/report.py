@@ -30,7 +30,7 @@ from runtime.reports.stats import (  # noqa: E402
     error_warnings,
     pass_k,
 )
-from runtime.store import RunStore  # noqa: E402
+from runtime.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame  # noqa: E402
 from runtime.reports import explorer, leaks  # noqa: E402
 
@@ -236,14 +236,14 @@ def build(folder: Path, title: str | None = None) -> dict[str, Path]:
     title = title or f"Report: {meta.get('name', folder.name)}"
     md = markdown(table, title) + leaks.markdown_section(frame(records))
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
-    paths["markdown"].write_text(md, encoding="utf-8")
+    write_text_atomic(paths["markdown"], md)
     flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in table]
     pd.DataFrame(flat).to_csv(paths["csv"], index=False)
     images = plots(table, folder)
     body = pd.DataFrame(flat).to_html(index=False, float_format=lambda v: f"{v:.3f}")
     figures = "".join(f'<p><img src="{p.name}" alt="{p.stem}"></p>' for p in images)
-    paths["html"].write_text(f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                             f"<h1>{html.escape(title)}</h1>{figures}{body}"
-                             f"<p><a href='{explorer.FOLDER}/index.html'>Episode explorer</a></p>", encoding="utf-8")
+    write_text_atomic(paths["html"], f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                                     f"<h1>{html.escape(title)}</h1>{figures}{body}"
+                                     f"<p><a href='{explorer.FOLDER}/index.html'>Episode explorer</a></p>")
     paths.update(explorer.write(folder, records, title, summary_markdown=md, images=images))
     return paths
