@@ -27,6 +27,9 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from runtime_vs_tau2 import replace_between  # noqa: E402
+
 START, END = "<!-- explorer_report:start -->", "<!-- explorer_report:end -->"
 
 TOOLS = ["get_user_details", "get_reservation_details", "search_direct_flight", "update_reservation_flights",
@@ -91,17 +94,6 @@ def record(rng: random.Random, task: int, mode: str, model: str, trial: int) -> 
         "timings_s": {"execute": 1.0}, "started_at": "2026-01-01T00:00:00+00:00",
         "finished_at": "2026-01-01T00:00:10+00:00",
     }
-
-
-def write_block(path: Path, block: str) -> None:
-    """Replace this benchmark's block between its markers in ``path`` (appended when absent)."""
-    doc = path.read_text(encoding="utf-8") if path.exists() else ""
-    text = f"{START}\n{block}\n{END}"
-    if START in doc and END in doc:
-        doc = doc[: doc.index(START)] + text + doc[doc.index(END) + len(END):]
-    else:
-        doc = doc.rstrip() + "\n\n" + text + "\n"
-    path.write_text(doc, encoding="utf-8")
 
 
 def generate(folder: Path, tasks: int, models: int, trials: int, seed: int = 0) -> int:
@@ -202,7 +194,7 @@ def main() -> int:
     block = "\n".join(lines)
     print(block)
     if args.write:
-        write_block(args.write, block)
+        replace_between(args.write, START, END, block)
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return 0

@@ -291,7 +291,12 @@ def _flags(sub: argparse.Namespace, name: str) -> str:
 
 def write_block(path: Path, part: str, block: str) -> None:
     """Replace this part's block between its markers in ``path`` (appended when absent)."""
-    start, end = MARK.format(part=part, edge="start"), MARK.format(part=part, edge="end")
+    replace_between(path, MARK.format(part=part, edge="start"), MARK.format(part=part, edge="end"), block)
+
+
+def replace_between(path: Path, start: str, end: str, block: str) -> None:
+    """Replace what stands between the lines ``start`` and ``end`` in ``path`` with ``block``
+    (both markers appended with it when absent)."""
     doc = path.read_text(encoding="utf-8") if path.exists() else ""
     text = f"{start}\n{block}\n{end}"
     if start in doc and end in doc:
