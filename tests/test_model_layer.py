@@ -7,6 +7,7 @@ import pytest
 
 from runtime.llm.layer import Meter, ModelError, ModelLayer, ModelSpec, ResponseCache
 from testkit.scripted import register_script, text
+from tests.test_fail_fast import gold_stub  # noqa: F401 - fixture
 
 
 def _layer(model: str, **kwargs) -> ModelLayer:
@@ -71,46 +72,19 @@ def test_context_reaches_scripts_but_not_the_request():
     assert seen["request"]["response_format"]["json_schema"]["schema"] == {"type": "object"}
 
 
-def test_cost_is_litellms_price_for_a_priced_model_and_zero_for_an_unmapped_one(monkeypatch):
+def test_cost_is_litellms_price_for_a_priced_model_and_zero_for_an_unmapped_one(gold_stub, monkeypatch):
     """The layer takes the price litellm put on the response instead of pricing it again: it
-    must still be the price list's (tokens × per-token costs), and 0.0 where there is none."""
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Completion(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            payload = json.dumps({
-                "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": "fine"}}],
-                "usage": {"prompt_tokens": 1000, "completion_tokens": 200, "total_tokens": 1200},
-            }).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Completion)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    must still be the price list's (tokens × per-token costs), and 0.0 where there is none.
+    The gold-replaying stub answers every model name with 100 prompt and 20 completion tokens."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-dummy")
-    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
-        costs = {}
-        for model in ("openai/gpt-4o-mini", "openai/no-such-priced-model"):
-            spec = ModelSpec(model=model, api_base=base)
-            meter = Meter()
-            ModelLayer({"model": spec}).client("model", "executor", meter).complete(
-                [{"role": "user", "content": "hi"}])
-            costs[model] = meter.as_dict()["total"]["cost_usd"]
-    finally:
-        server.shutdown()
+    costs = {}
+    for model in ("openai/gpt-4o-mini", "openai/no-such-priced-model"):
+        spec = ModelSpec(model=model, api_base=gold_stub + "/v1")
+        meter = Meter()
+        ModelLayer({"model": spec}).client("model", "executor", meter).complete(
+            [{"role": "user", "content": "hi [task mock/create_task_1]"}])
+        costs[model] = meter.as_dict()["total"]["cost_usd"]
     price = litellm.model_cost["gpt-4o-mini"]
-    expected = 1000 * price["input_cost_per_token"] + 200 * price["output_cost_per_token"]
+    expected = 100 * price["input_cost_per_token"] + 20 * price["output_cost_per_token"]
     assert expected > 0 and costs["openai/gpt-4o-mini"] == pytest.approx(expected)
     assert costs["openai/no-such-priced-model"] == 0.0
