@@ -73,16 +73,22 @@ def marked(token: str) -> list[int]:
     return found
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """``/proc/PID/stat`` after the command name (which may hold spaces and parentheses):
+    ``[0]`` the state, ``[1]`` the parent pid, ``[19]`` the start time; None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def with_descendants(pids: list[int]) -> list[int]:
     """``pids`` and every process below them (Ray's agents are started by the raylet and may
     not carry the token in their environment)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
+        if (fields := stat_fields(entry.name)) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
     found, todo = set(pids), list(pids)
     while todo:
         for child in children.get(todo.pop(), []):
@@ -95,10 +101,8 @@ def with_descendants(pids: list[int]) -> list[int]:
 def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (``/proc/PID/stat`` field 22): with
     the pid it names one process for good, even once the pid is reused."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = stat_fields(pid)
+    return int(fields[19]) if fields is not None else None
 
 
 Ledger = dict[int, int]  # pid -> start time
@@ -134,11 +138,8 @@ def sweep(token: str, ledger: Ledger | None = None) -> list[int]:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def wait_for_driver_end(token: str, ledger: Ledger, poll_s: float = 0.5) -> None:
