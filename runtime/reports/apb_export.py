@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from evrcore.plan import Plan
 from runtime.records import EpisodeRecord
-from runtime.store import RUN_INFO
+from runtime.store import RUN_INFO, write_text_atomic
 
 SPLIT = "holistic_planning"
 """APB's split for a holistic plan judged for correctness (a plan + tool chain per task)."""
@@ -79,7 +79,4 @@ def plan_id_of(record: EpisodeRecord, stage: str) -> str:
 
 
 def write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(Path(path), "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
