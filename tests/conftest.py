@@ -19,6 +19,24 @@ def _quiet_loguru():
     yield
 
 
+VOLATILE = ("timings_s", "started_at", "finished_at", "reused", "usage")
+"""Timing, and which of two concurrent modes happened to make the shared p0 (and so paid for
+it): both vary between two runs of the same backend too."""
+
+
+def comparable(rows: list[dict]) -> dict[str, dict]:
+    """Records by id, minus :data:`VOLATILE` fields and with random tool-call ids masked: what two
+    runs of the same command must agree on, whichever backend ran them."""
+    import re
+
+    out = {}
+    for row in rows:
+        kept = {k: v for k, v in row.items() if k not in VOLATILE}
+        text = re.sub(r"call_[0-9a-f]{12}", "call_X", json.dumps(kept, sort_keys=True))
+        out[row["record_id"]] = json.loads(text)
+    return out
+
+
 def read_records(run_dir: Path) -> list[dict]:
     path = Path(run_dir) / "records.jsonl"
     if not path.exists():

@@ -13,7 +13,6 @@ import functools
 import importlib.util
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -28,12 +27,11 @@ import pytest
 pytest.importorskip("ray", reason="the Ray backend tests need Ray: pip install -e '.[ray]'")
 psutil = pytest.importorskip("psutil", reason="the process checks need psutil")
 
+from tests.conftest import comparable
+
 ROOT = Path(__file__).resolve().parents[1]
 MOCK = ["--env", "tau2", "--domain", "mock", "--model", "scripted/roles"]
 RAY = ["--backend", "ray", "--ray-workers", "2"]
-VOLATILE = ("timings_s", "started_at", "finished_at", "reused", "usage")
-"""Timing, and which of two concurrent modes happened to make the shared p0 (and so paid for
-it): both vary between two runs of the same backend too."""
 
 
 @pytest.fixture(scope="module")
@@ -50,15 +48,6 @@ def local_ray():
         ray_backend.start_local(2)
         yield
         ray_backend.stop_local()
-
-
-def comparable(rows: list[dict]) -> dict[str, dict]:
-    out = {}
-    for row in rows:
-        kept = {k: v for k, v in row.items() if k not in VOLATILE}
-        text = re.sub(r"call_[0-9a-f]{12}", "call_X", json.dumps(kept, sort_keys=True))
-        out[row["record_id"]] = json.loads(text)
-    return out
 
 
 def calls_by_purpose(rows: list[dict]) -> Counter:

@@ -27,6 +27,7 @@ import pytest
 from envs.base import UnknownTaskError
 from envs.toolsandbox import convert
 from runtime.reports import categories
+from tests.conftest import comparable
 
 # ---- conversion, without ToolSandbox -----------------------------------------------------------
 
@@ -481,8 +482,6 @@ def test_the_ray_backend_gives_the_threads_records_on_toolsandbox(ts_env, valida
     """ToolSandbox under ``--backend ray`` (a local instance, 2 workers, each starting its own
     env servers): the same records and scores as with threads, all three modes."""
     pytest.importorskip("ray", reason="the Ray backend needs Ray: pip install -e '.[ray]'")
-    import functools
-
     from runtime.backends import WORKER_SETUP, add_worker_setup, ray_backend
     from testkit.toolsandbox_gold import register_roles
 
@@ -505,14 +504,5 @@ def test_the_ray_backend_gives_the_threads_records_on_toolsandbox(ts_env, valida
     assert code_t == code_r == 0
     assert len(threads) == len(on_ray) == 3 * len(tasks)
 
-    def outcome(rows):  # all but timings, usage and the random tool-call ids
-        import json
-        import re
-
-        kept = {r["record_id"]: [r["status"], r["score"], r["score_info"], r["turns"], r["p0"], r["p1"],
-                                 r["critique"], r["breakdown"], r["termination"], r["messages"]]
-                for r in rows}
-        return json.loads(re.sub(r"call_[0-9a-f]{12}", "call_X", json.dumps(kept, sort_keys=True)))
-
-    assert outcome(on_ray) == outcome(threads)
+    assert comparable(on_ray) == comparable(threads)
     assert {r["score"] for r in on_ray} == {1.0}
