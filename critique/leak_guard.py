@@ -1,35 +1,40 @@
-"""The leak guard: the critic's rationale must not carry what only the supervision knows.
+"""The leak guard: the critic's rationale may carry nothing the tested model has not seen.
 
-The critic sees the hidden reference, so its rationale is checked for supervision-only content
-before the reviser (the tested model) reads it. Guarded is everything the supervision holds
-that the view does not: reference-action arguments, expected outputs and outcome checks, the
-simulated user's hidden instructions (their IDs, numbers, dates, names and distinctive words)
-and ToolSandbox milestone values. Public is what the ``TaskView`` or the tested model's own
-``p0`` already says, compared in canonical form (``critique.leak_forms``), never as a raw
-substring. Findings:
+The critic sees the hidden reference, so its rationale is checked before the reviser (the tested
+model) reads it. Two rules, of two kinds:
 
-* ``value`` — a guarded value in any spelling (ID separators and case, amounts in words or
-  rounded, dates in any format); ``partial`` — a distinctive prefix/suffix of a guarded ID;
-* ``sequence`` — two consecutive reference calls named in reference order (any spelling, or
-  numbered) that ``p0`` does not already contain in that order;
-* ``hidden`` — a sentence that repeats two or more distinctive words of the user's hidden
-  instructions.
+* **Values: an allow-list.** Every value-like span of the rationale (``critique.values``:
+  anything with a digit, an ID-shaped code, a name, a number or date in words of several
+  languages, characters spelled one by one) passes only if one of its readings is *public*:
+  stated by the ``TaskView`` (policy, tool schemas, opening request) or by the tested model's
+  own ``p0``, compared after canonicalisation (``critique.canonical``). Every other value is a
+  finding, whether or not the supervision holds it (``value`` when it does, ``unseen`` when it
+  does not), and redaction removes the whole span it was written in, never a part of it.
+* **What is not a value: a deny-list built from the supervision**, with a threshold so that
+  one shared word never fires: ``sequence`` — two or more consecutive reference calls told in
+  reference order (tool names in any spelling, numbered steps in any order, or prose that names
+  what each call does) that ``p0`` does not already contain, or the reference's number of
+  calls; ``hidden`` — a sentence that repeats two or more distinctive words of the user's hidden
+  instructions; ``name`` — a name or rare word of the supervision's own text values.
 
-What it finds is reported; the critic retries, and what still leaks after that is redacted.
+What it finds is reported; the critic retries, and what still leaks after that is redacted. No
+rule sees every semantic leak ("the last reservation on the profile"): the auditor reads for
+meaning, and the provenance audit counts what the executor used without having seen it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from functools import lru_cache
+from collections import defaultdict
 from typing import Literal
 
 from pydantic import BaseModel, Field
 from wordfreq import zipf_frequency
 
 from critique import leak_forms as forms
+from critique import values as vs
+from critique.number_words import any_word_value
 from envs.base import Supervision, TaskView
 from evrcore.plan import Plan
 
@@ -37,9 +42,9 @@ REDACTED = "[redacted]"
 
 
 class LeakFinding(BaseModel):
-    kind: Literal["value", "partial", "sequence", "hidden", "auditor"]
-    text: str = Field(description="The supervision-only value, the leaked call sequence, or "
-                      "what the auditor named.")
+    kind: Literal["value", "unseen", "partial", "sequence", "hidden", "name", "auditor"]
+    text: str = Field(description="The supervision value, the value as read, the leaked call "
+                      "sequence, or what the auditor named.")
     written: str = Field(default="", description="How the rationale wrote it.")
 
 
@@ -57,13 +62,6 @@ class GuardOutcome(BaseModel):
     removed: list[str] = Field(default_factory=list, description="Spans cut by redaction.")
 
 
-@dataclass(frozen=True)
-class Guarded:
-    kind: Literal["id", "number", "date", "text"]
-    value: str
-    key: object
-
-
 _STOP = set("""a about above after again all also an and any are as at be because been before
 being below between both but by can could did do does doing down during each few for from further
 had has have having he her here hers him his how i if in into is it its itself just me more most my
@@ -72,17 +70,19 @@ the their them then there these they this those through to too under until up ve
 when where which while who whom why will with would you your yours yourself""".split())
 _TEMPLATE = {"instructions", "domain", "reason", "call", "known", "info", "task", "persona",
              "unknown", "user", "agent", "customer", "service", "representative", "want", "wants"}
-_CODE = re.compile(r"\b(?=[\w#-]*\d)[\w#][\w#.-]{3,}\b")
-NAME_ZIPF = 4.0
-"""A capitalised word from the hidden instructions counts as a name only if rarer than this."""
 COMMON_ZIPF = 5.0
 """A hidden-instruction word more common than this (Zipf) is ordinary diagnosis vocabulary."""
-RARE_ZIPF = 3.8
-"""One hidden-instruction word rarer than this in a sentence is enough to tell (``insistent``)."""
-_CUE = re.compile(r"(?:end(?:s|ing)?|start(?:s|ing)?|begin(?:s|ning)?)\s+(?:in|with)\W*$|last\s+(?:digits|characters)\W*$", re.I)
+RARE_NAME_ZIPF = 4.0
+"""A word of a supervision text value rarer than this names something (``Kovacs``)."""
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _HIDDEN_TERM = re.compile(r"[A-Za-z][a-z]{4,}")
-_NAME = re.compile(r"\b[A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,})*")
+_GENERIC_VERBS = {"get", "list", "find", "search", "check", "fetch", "retrieve", "look", "show",
+                  "view", "read", "details", "detail", "info", "information", "all", "by", "the"}
+_COUNT = re.compile(r"\b(?:exactly|only|just|precisely|needs?|takes?|requires?|in)\s+(?P<n>[\w-]+)\s+"
+                    r"(?:\w+\s+)?(?:tool\s+|api\s+|function\s+)?(?:calls?|steps?|actions?|operations?|requests?)\b", re.I)
+_CUE = re.compile(r"(?:end(?:s|ing)?|start(?:s|ing)?|begin(?:s|ning)?|prefix(?:ed)?|suffix)\s+(?:in|with|of|by)?\W*$"
+                  r"|(?:last|first|final|leading|trailing)\s+(?:\w+\s+)?(?:digits?|characters?|letters?)\W*(?:are|is|of)?\W*$", re.I)
+_LIST_MARKER = re.compile(r"(?:^|\n)\s*[(\[]?$")
 
 
 def stem(word: str) -> str:
@@ -94,41 +94,59 @@ def stem(word: str) -> str:
     return w
 
 
-@dataclass(frozen=True)
-class PublicFacts:
-    """What a public text states, in canonical forms."""
-
-    words: frozenset[str]
-    numbers: frozenset[float]
-    dates: list
-    keys: frozenset[str]
-
-
-@lru_cache(maxsize=256)
-def public_facts(text: str) -> PublicFacts:
-    """Parsed once per text: a policy is shared by every task of its domain."""
-    return PublicFacts(
-        words=frozenset(stem(w) for w in re.findall(r"[A-Za-z]+", text)),
-        numbers=frozenset(v for _, _, v in forms.number_spans(text)),
-        dates=[k for _, _, keys in forms.date_spans(text) for k in keys if k[1] is not None],
-        keys=frozenset(forms.joined_keys(text)),
-    )
-
-
 def plan_text(plan: Plan | None) -> str:
-    return "" if plan is None else json.dumps(plan.to_apb())
+    return "" if plan is None else json.dumps(plan.to_apb(), ensure_ascii=False)
+
+
+def _secret_readings(supervision: Supervision) -> dict[tuple[str, object], str]:
+    """Each reading of each supervision value → the value as the supervision writes it, so a
+    finding names what leaked (``Q69X3R``), not how it was read (``q69x3r``)."""
+    out: dict[tuple[str, object], str] = {}
+    values: list[str] = []
+    for action in supervision.reference_actions:
+        values += [v for v in _scalars(action.arguments)]
+    for text in [*supervision.expected_outcomes, supervision.hidden_user_instructions]:
+        values += re.findall(r"[^\s,;:()\[\]\"']*\d[^\s,;:()\[\]\"']*", text)
+    for value in values:
+        value = value.rstrip(".")
+        tv = vs.analyse(value)
+        whole = [r for r in tv.readings if r.first == 0 and r.last == len(tv.tokens) - 1]
+        for r in whole or tv.readings:
+            out.setdefault((r.kind, r.key), value)
+    return out
+
+
+def _scalars(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _scalars(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _scalars(v)
+    elif isinstance(obj, bool) or obj is None:
+        return
+    elif isinstance(obj, (int, float)):
+        yield str(int(obj)) if float(obj).is_integer() else repr(float(obj))
+    else:
+        yield str(obj)
 
 
 class LeakGuard:
     def __init__(self, view: TaskView, supervision: Supervision, plan: Plan | None = None,
                  min_sequence: int = 2):
-        facts, p0_facts = public_facts(view.text()), public_facts(plan_text(plan))
-        self._public_words = facts.words | p0_facts.words
-        self._public_numbers = facts.numbers | p0_facts.numbers
-        self._public_dates = facts.dates + p0_facts.dates
-        self._public_keys = facts.keys | p0_facts.keys
-        self.values = self._guarded_values(supervision)
+        self.view = view
+        self.supervision = supervision
+        steps = len(plan.tool_chain) if plan else 0
+        structure = vs.PublicValues(frozenset(), frozenset(float(n) for n in range(steps + 2)) | frozenset(vs.GRADES),
+                                    frozenset(), frozenset(), frozenset())
+        self.public = structure
+        for part in (view.instructions, view.policy, json.dumps(view.tools, sort_keys=True, ensure_ascii=False),
+                     view.opening_request or "", plan_text(plan)):
+            self.public = self.public | vs.public_values(part)  # each part parsed once per process
+        self._public_stems = {stem(w) for w in self.public.words}
+        self._secret = _secret_readings(supervision)
         self._hidden_terms = self._distinctive_terms(supervision.hidden_user_instructions)
+        self._names = self._supervision_names(supervision)
         names: list[str] = []
         for action in supervision.reference_actions:
             if not names or names[-1] != action.name:
@@ -139,144 +157,196 @@ class LeakGuard:
         self._offered = list(view.tool_names)
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
+        self._p0_steps = steps
+        self._p0_distinct = len(set(p0_names))
 
-    # -- what is guarded -----------------------------------------------------------------
-    def _guarded_values(self, supervision: Supervision) -> list[Guarded]:
-        typed: list[tuple[str, bool]] = []  # (value, written as a string); reference actions first
-        for action in supervision.reference_actions:
-            typed += _typed_scalars(action.arguments)
-        hidden = supervision.hidden_user_instructions
-        for text in [*supervision.expected_outcomes, hidden]:
-            typed += [(m.group(0).rstrip("."), True) for m in _CODE.finditer(text)]
-            typed += [(m.group(0), False) for m in re.finditer(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?", text)]
-        typed += [(m.group(0), True) for m in _NAME.finditer(hidden)]
-        out: dict[tuple, Guarded] = {}
-        for value, is_string in typed:
-            g = self._classify(value.strip(), is_string)
-            if g is not None and (g.kind, str(g.key)) not in out and not self._is_public(g):
-                out[(g.kind, str(g.key))] = g
-        for _, _, keys in forms.date_spans(hidden):
-            for key in keys:
-                if key[1] is not None and not self._date_public(key):
-                    out[("date", str(key))] = Guarded("date", str(key), key)
-        return sorted(out.values(), key=lambda g: (-len(g.value), g.value))
-
-    def _classify(self, value: str, is_string: bool = False) -> Guarded | None:
-        date = forms.parse_iso_date(value)
-        if date:
-            return Guarded("date", value, date)
-        if is_string and re.fullmatch(r"#?\d{5,}", value):
-            return Guarded("id", value, forms.id_key(value))  # a code made of digits: 1656367028
-        number = forms.parse_number(value)
-        if number is not None:
-            return None if abs(number) < 10 else Guarded("number", value, number)
-        if forms.looks_like_id(value):
-            key = forms.id_key(value)
-            return Guarded("id", value, key) if len(key) >= 3 else None
-        words = [w.lower() for w in re.findall(r"[A-Za-z0-9]+", value)]
-        if not words or len(value) < 4 or all(w in _STOP or w in _TEMPLATE for w in words):
-            return None
-        if not is_string or all(zipf_frequency(w, "en") >= NAME_ZIPF for w in words):
-            return None  # ordinary words ('Never', 'Under no circumstances') name nothing
-        return Guarded("text", value, tuple(words))
-
-    def _is_public(self, g: Guarded) -> bool:
-        if g.kind == "number":
-            return any(abs(n - g.key) < 1e-9 for n in self._public_numbers)
-        if g.kind == "date":
-            return self._date_public(g.key)
-        if g.kind == "id":
-            return g.key in self._public_keys
-        return all(stem(w) in self._public_words for w in g.key)
-
-    def _date_public(self, key: forms.DateKey) -> bool:
-        return any(k[1:] == key[1:] and (k[0] is None or key[0] is None or k[0] == key[0])
-                   for k in self._public_dates)
-
-    def _distinctive_terms(self, hidden: str) -> dict[str, float]:
-        """Words of the hidden instructions the view does not use, with how common they are in
-        English (wordfreq's Zipf scale: 3 is once per million words, 6 is 'the')."""
-        return {stem(w): zipf_frequency(w.lower(), "en") for w in _HIDDEN_TERM.findall(hidden)
+    # -- what the supervision says that is not a value ------------------------------------------
+    def _distinctive_terms(self, hidden: str) -> set[str]:
+        """Words of the hidden instructions the view and ``p0`` do not use and that are not
+        ordinary diagnosis vocabulary (wordfreq's Zipf scale: 3 is once per million words)."""
+        return {stem(w) for w in _HIDDEN_TERM.findall(hidden)
                 if w.lower() not in _STOP and w.lower() not in _TEMPLATE
-                and stem(w) not in self._public_words and zipf_frequency(w.lower(), "en") < COMMON_ZIPF}
+                and stem(w) not in self._public_stems and zipf_frequency(w.lower(), "en") < COMMON_ZIPF}
 
-    # -- detection -----------------------------------------------------------------------
+    def _supervision_names(self, supervision: Supervision) -> set[str]:
+        """Words of the reference's string values and the hidden instructions' capitalised words
+        that name something (rare, or a name) and that the tested model has not seen."""
+        out: set[str] = set()
+        texts: list[tuple[str, bool]] = []
+        for action in supervision.reference_actions:
+            texts += [(v, True) for v in _strings(action.arguments)]
+        texts += [(m.group(0), False) for m in re.finditer(r"\b[A-Z][a-z]{2,}\b", supervision.hidden_user_instructions)]
+        for text, is_value in texts:
+            for w in re.findall(r"[A-Za-z]{3,}", text):
+                lw = w.lower()
+                if lw in _STOP or lw in _TEMPLATE or lw in self.public.words or stem(lw) in self._public_stems:
+                    continue
+                is_name = w[0].isupper() and (is_value or zipf_frequency(lw, "en") < RARE_NAME_ZIPF)
+                if is_name or zipf_frequency(lw, "en") < RARE_NAME_ZIPF - 1.0:
+                    out.add(lw)
+        return out
+
+    # -- detection -----------------------------------------------------------------------------
     def scan(self, text: str) -> list[LeakFinding]:
         """Every leak in ``text`` (empty when it is clean)."""
         return [f for f, _ in self._findings(text)]
 
-    def _findings(self, text: str) -> list[tuple[LeakFinding, list[forms.Span]]]:
-        out = []
-        numbers = list(forms.number_spans(text))
-        dates = list(forms.date_spans(text))
-        for g in self.values:
-            spans = self._value_spans(g, text, numbers, dates)
-            if spans:
-                out.append((LeakFinding(kind="value", text=g.value, written=text[slice(*spans[0])]), spans))
-        for g in self.values:
-            if g.kind == "id":
-                spans = self._partial_spans(g, text)
-                if spans:
-                    out.append((LeakFinding(kind="partial", text=g.value, written=text[slice(*spans[0])]), spans))
-        found = self._sequence(text)
+    def _findings(self, text: str) -> list[tuple[LeakFinding, list[tuple[int, int]]]]:
+        tv = vs.analyse(text)
+        out = [self._value_finding(tv, span) for span in self._value_spans(tv)]
+        out += self._name_findings(tv)
+        found = self._sequence(tv.canon.text)
         if found:
             pair, spans = found
             out.append((LeakFinding(kind="sequence", text=" → ".join(pair)), spans))
-        for a, b in self._hidden_sentences(text):
-            out.append((LeakFinding(kind="hidden", text=text[a:b].strip(), written=text[a:b].strip()), [(a, b)]))
+        count = self._count(tv.canon.text)
+        if count:
+            out.append(count)
+        for a, b in self._hidden_sentences(tv.canon.text):
+            out.append((LeakFinding(kind="hidden", text=tv.canon.text[a:b].strip(),
+                                    written=tv.canon.text[a:b].strip()), [(a, b)]))
+        return [(f, [tv.canon.original_span(a, b) for a, b in spans]) for f, spans in out]
+
+    def unexplained_tokens(self, tv: vs.TextValues) -> list[int]:
+        """Value-like tokens no public reading explains."""
+        by_token: dict[int, list[vs.Reading]] = defaultdict(list)
+        for r in tv.readings:
+            for k in range(r.first, r.last + 1):
+                by_token[k].append(r)
+        out = []
+        for i in sorted(tv.value_like):
+            stretch = tv.whole(i)
+            if (i not in tv.spelled) and self._structural(tv, i):
+                continue
+            readings = by_token[i]
+            if stretch is not None:  # spelled out: only a reading of the whole stretch explains it
+                readings = [r for r in readings if r.first <= stretch[0] and r.last >= stretch[1]]
+            if self._cued_fragment(tv, i):
+                if not self._public_fragment(tv.tokens[i].lower):
+                    out.append(i)
+                continue
+            if not any(self.public.has(r) for r in readings) and not self._public_word(tv.tokens[i]):
+                out.append(i)
         return out
 
-    def _value_spans(self, g: Guarded, text: str, numbers, dates) -> list[forms.Span]:
-        if g.kind == "number":
-            return [(a, b) for a, b, v in numbers if forms.same_amount(v, g.key)]
-        if g.kind == "date":
-            return [(a, b) for a, b, keys in dates if any(forms.same_date(k, g.key) for k in keys)]
-        if g.kind == "id":
-            spans = list(forms.joined_spans(text, g.key))
-            tail = re.search(r"\d{4,}$", g.key)
-            if tail and tail.start() > 0 and float(tail.group(0)) not in self._public_numbers:
-                spans += [(a, b) for a, b, v in numbers if v == float(tail.group(0))]
-            return spans
-        pattern = r"(?<![A-Za-z0-9])" + r"[\s_-]+".join(map(re.escape, g.key)) + r"(?![A-Za-z0-9])"
-        return [m.span() for m in re.finditer(pattern, text, re.I)]
+    @staticmethod
+    def _cued_fragment(tv: vs.TextValues, i: int) -> bool:
+        """'ending in 100', 'starts with EHG', 'last four digits 7815': a piece of an ID, so a
+        number that happens to be public (a $100 fee) does not explain it."""
+        tok = tv.tokens[i]
+        return _CUE.search(tv.canon.text[max(0, tok.start - 30):tok.start]) is not None
 
-    def _partial_spans(self, g: Guarded, text: str) -> list[forms.Span]:
-        """A token that is a distinctive prefix or suffix of a guarded ID (three characters or
-        more, and written as a code: it has a digit or is in capitals)."""
-        key = g.key
-        if len(key) < 5:
-            return []
+    def _public_fragment(self, key: str) -> bool:
+        return any(len(c) > len(key) and (c.startswith(key) or c.endswith(key)) for c in self.public.long_codes)
+
+    def _public_word(self, tok: vs.Token) -> bool:
+        """A word (no digit) the tested model has read, in any case: a name from the opening
+        request, a tool's or the policy's own term."""
+        return tok.text.isalpha() and vs.fold_accents(tok.lower) in self.public.words
+
+    def _structural(self, tv: vs.TextValues, i: int) -> bool:
+        """E1–E6, p0/p1, grades and scores, list numbering: the critique's own vocabulary."""
+        tok = tv.tokens[i]
+        if vs.STRUCTURAL.fullmatch(tok.text):
+            return True
+        s = tv.canon.text
+        if vs.is_grade(tv, i):
+            return True
+        if tok.text.isdigit() and int(tok.text) <= 20:
+            before = s[max(0, tok.start - 12):tok.start]
+            after = s[tok.end:tok.end + 2]
+            if _LIST_MARKER.search(before) and after[:1] in (".", ")", ":"):
+                return True
+            if re.search(r"\b(?:step|steps|stage|call|item|point|#)\s*$", before, re.I) and int(tok.text) <= self._p0_steps + 3:
+                return True
+        return False
+
+    def _value_spans(self, tv: vs.TextValues) -> list[tuple[int, int]]:
+        """The canonical spans to remove: each unexplained token's whole run, and every reading
+        that covers it (a date, a number in words, a spelled stretch), merged."""
         spans = []
-        for a, b, tok in forms.tokens(text):
-            t = tok.lower()
-            if len(t) < 3 or t == key or not (key.startswith(t) or key.endswith(t)):
-                continue
-            cued = _CUE.search(text[max(0, a - 24):a]) is not None
-            if not (re.search(r"\d", t) or (tok.isupper() and len(tok) >= 3) or cued):
-                continue
-            if re.fullmatch(r"\d+", t) and len(t) < 4 and not cued:
-                continue
-            if not cued and (stem(t) in self._public_words or t in self._public_keys):
-                continue
-            spans.append((a, b))
-        return spans
+        for i in self.unexplained_tokens(tv):
+            first, last = tv.run_of(i)
+            stretch = tv.whole(i)
+            if stretch:
+                first, last = min(first, stretch[0]), max(last, stretch[1])
+            for r in tv.readings:
+                if r.covers(i) and r.kind in ("date", "time", "number") and (r.last > r.first):
+                    first, last = min(first, r.first), max(last, r.last)
+            spans.append(tv.span(first, last))
+        return _merge(spans)
 
-    def _sequence(self, text: str) -> tuple[tuple[str, ...], list[forms.Span]] | None:
-        mentions = self._not_listings(forms.tool_mentions(text, self._tool_keys))
+    def _value_finding(self, tv: vs.TextValues, span: tuple[int, int]):
+        a, b = span
+        written = tv.canon.text[a:b]
+        inside = [r for r in tv.readings if tv.tokens[r.first].start >= a and tv.tokens[r.last].end <= b]
+        known = [(r, self._secret[(r.kind, r.key)]) for r in inside if (r.kind, r.key) in self._secret]
+        known = [(r, v) for r, v in known if not (r.kind == "number" and float(r.key) < 10)]
+        if known:
+            order = list(self._secret.values())
+            _, value = max(known, key=lambda rv: (rv[0].last - rv[0].first, -order.index(rv[1])))
+            return LeakFinding(kind="value", text=value, written=written), [span]
+        return LeakFinding(kind="unseen", text=written, written=written), [span]
+
+    def _name_findings(self, tv: vs.TextValues):
+        out = []
+        for tok in tv.tokens:
+            if tok.text.isalpha() and tok.lower in self._names:
+                run = tv.span(*tv.run_of(tok.index))
+                out.append((LeakFinding(kind="name", text=tok.lower, written=tok.text), [run]))
+        return out
+
+    def _count(self, text: str):
+        """'this needs exactly five calls': the reference's length, when ``p0``'s differs."""
+        n_ref = len(self.supervision.reference_actions)
+        if n_ref < 2:
+            return None
+        for m in _COUNT.finditer(text):
+            word = m.group("n").lower()
+            value = float(word) if word.isdigit() else any_word_value(word)
+            if value is not None and int(value) in {n_ref, len(self.sequence)} \
+                    and int(value) not in {self._p0_steps, self._p0_distinct}:
+                return LeakFinding(kind="sequence", text=f"{n_ref} reference calls", written=m.group(0)), [m.span()]
+        return None
+
+    def _sequence(self, text: str):
+        named = forms.tool_mentions(text, self._tool_keys)
+        mentions = sorted(set(self._not_listings(named)) | set(self._prose_mentions(text, named)))
         if len(self.sequence) < 2 or len(mentions) < 2:
             return None
         orders = [mentions]
         numbered = [(n, m) for m in mentions if (n := forms.step_number(text, m[0])) is not None]
         if len(numbered) >= 2:
             orders.append([m for _, m in sorted(numbered, key=lambda x: x[0])])
-        best: tuple[tuple[str, ...], list[forms.Span]] | None = None
+        best = None
         for order in orders:
             found = self._run_in(order)
             if found and (best is None or len(found[0]) > len(best[0])):
                 best = found
         return best
 
-    def _run_in(self, order: list[tuple[int, int, str]]) -> tuple[tuple[str, ...], list[forms.Span]] | None:
+    def _prose_mentions(self, text: str, named: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """Clauses that describe one reference call without naming it (clauses that name a tool
+        are left to the named rule): all of its name's content words in one clause
+        (``cancel_reservation`` → ``cancel`` + ``reservation``; ``get_user_details`` → ``user``)."""
+        out = []
+        taken = [(a, b) for a, b, _ in named]
+        content = {}
+        for name in set(self.sequence):
+            words = [stem(w) for w in forms.tool_words(name)]
+            core = {w for w in words if w not in _GENERIC_VERBS}
+            if len(core) >= 2:  # 'order' alone is an ordinary word; 'cancel' + 'reservation' is a call
+                content[name] = core
+        for m in re.finditer(r"[^,.;:\n]+", text):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            clause = {stem(w) for w in re.findall(r"[A-Za-z]+", m.group(0))}
+            hits = [n for n, words in content.items() if words <= clause]
+            if len(hits) == 1:
+                out.append((m.start(), m.end(), hits[0]))
+        return out
+
+    def _run_in(self, order):
         """The first run of two or more consecutive reference calls that ``order`` names in
         reference order and ``p0`` does not already contain in that order."""
         names = [name for _, _, name in order]
@@ -292,11 +362,13 @@ class LeakGuard:
                     break
                 run.append(c)
                 at = names.index(c, at + 1)
+            if len(run) < self.min_sequence:
+                continue
             later = set(run[1:])
             return tuple(run), [(s, e) for s, e, n in order if n in later]
         return None
 
-    def _not_listings(self, mentions: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    def _not_listings(self, mentions):
         """Mentions outside a listing of the offered tools (four or more named in the view's own
         order, separated by commas or 'and'): naming what the task offers tells nothing."""
         groups: list[list[tuple[int, int, str]]] = []
@@ -313,21 +385,21 @@ class LeakGuard:
                 keep += group
         return keep
 
-    def _hidden_sentences(self, text: str) -> list[forms.Span]:
+    def _hidden_sentences(self, text: str) -> list[tuple[int, int]]:
         if not self._hidden_terms:
             return []
         spans = []
         for m in _SENTENCE.finditer(text):
-            terms = {stem(w) for w in _HIDDEN_TERM.findall(m.group(0))} & set(self._hidden_terms)
-            if len(terms) >= 2 or any(self._hidden_terms[t] < RARE_ZIPF for t in terms):
+            terms = {stem(w) for w in _HIDDEN_TERM.findall(m.group(0))} & self._hidden_terms
+            if len(terms) >= 2:
                 spans.append(m.span())
         return spans
 
-    # -- redaction -----------------------------------------------------------------------
+    # -- redaction -----------------------------------------------------------------------------
     def redact(self, text: str, extra: list[str] | None = None) -> tuple[str, list[str]]:
         """The text with every leaked span (and every ``extra`` span an auditor named) replaced
-        by ``[redacted]``, and the spans removed. A sequence loses its later calls' names, so
-        the order is no longer told; a hidden-instruction sentence goes whole."""
+        by ``[redacted]``, and the spans removed. A value goes with the whole run it was written
+        in; a sequence loses its later calls; a hidden-instruction sentence goes whole."""
         removed: list[str] = []
         for _ in range(4):
             spans = [s for _, found in self._findings(text) for s in found]
@@ -344,23 +416,19 @@ class LeakGuard:
         return text, removed
 
 
-def _typed_scalars(obj):
+def _strings(obj):
     if isinstance(obj, dict):
         for v in obj.values():
-            yield from _typed_scalars(v)
+            yield from _strings(v)
     elif isinstance(obj, (list, tuple)):
         for v in obj:
-            yield from _typed_scalars(v)
+            yield from _strings(v)
     elif isinstance(obj, str):
-        yield obj, True
-        if " " in obj:  # an expression or sentence: its numbers count on their own ('135.24 - 153.23')
-            yield from ((m.group(0), False) for m in re.finditer(r"(?<![\w.])\d[\d,]*(?:\.\d+)?", obj))
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        yield (str(int(obj)) if float(obj).is_integer() else repr(float(obj))), False
+        yield obj
 
 
-def _merge(spans: list[forms.Span]) -> list[forms.Span]:
-    merged: list[forms.Span] = []
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
     for a, b in sorted(spans):
         if merged and a <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(b, merged[-1][1]))

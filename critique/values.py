@@ -1,0 +1,622 @@
+"""Every value-like span of a text, and every value each span can be read as.
+
+The leak guard's value rule is an allow-list: a value-like span of the critic's rationale passes
+only if one of its readings is something the tested model has already seen. So this module
+answers two questions about any text, the same way for the rationale and for the public texts:
+
+* which tokens are *value-like* — anything with a digit, an ID-shaped code, a name or a
+  capitalised non-dictionary word, a number or date written in words (any of
+  :data:`critique.number_words.LANGUAGES`, or Chinese numerals), characters spelled one by
+  one (``E-H-G-L-P-3``, ``c r e d i t``, NATO words, digit words);
+* what each span can be *read* as (:class:`Reading`): a code key (letters and digits only,
+  lower case: ``W 237-8156`` → ``w2378156``), a number (thousands and decimal marks of either
+  convention, currency codes glued or apart), a date ``(year or None, month, day)`` or a time
+  of day in minutes.
+
+Tokens are joined into *runs* across the separators an ID or a number can carry: tight ones
+(``-_./#:,'``) always, loose ones (spaces, ``, ``, `` - ``, a line break) between fragments
+(single characters, digit groups, short capitals). A token inside characters spelled one by one
+is explained only by a reading of the whole spelled stretch, never by itself (the ``3`` of
+``E H G L P 3`` is not "a small number").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from wordfreq import zipf_frequency
+
+from critique import number_words as nw
+from critique.canonical import Canonical, canonical, fold_accents
+
+DateKey = tuple[int | None, int, int]
+
+_TOKEN = re.compile(r"[^\W_]+")
+_TIGHT = re.compile(r"[-_./#:,'+|\\]{1,2}")
+_LOOSE = re.compile(r"[ \t]{1,3}|[ \t]?[-_.,/|·•][ \t]?|[ \t]*\n[ \t]*")
+_SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]|^\W*)[\s\"'(\[*>#-]*$")
+_CURRENCY = re.compile(r"^(?P<pre>[A-Za-z]{3})?(?P<num>\d+)(?P<post>[A-Za-z]{3})?$")
+_ORDINAL_SUFFIX = re.compile(r"^(?P<n>\d{1,2})(?:st|nd|rd|th|er|e|eme|o|a|º|ª)$", re.I)
+_TIME_TOKEN = re.compile(r"^(?P<h>\d{1,2})(?:(?P<ampm>am|pm|a|p)|h(?P<m>\d{2})?|uhr)$", re.I)
+STRUCTURAL = re.compile(r"(?:e[1-6]|p[01])", re.I)
+"""The critique's own vocabulary: error flags E1–E6, the plans p0 and p1."""
+GRADES = {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}
+NAME_ZIPF = 4.3
+"""A capitalised word inside a sentence rarer than this in English is read as a name."""
+WORD_ZIPF = 1.5
+"""A lower-case word rarer than this in every language read is not a word but a code."""
+
+
+@dataclass(frozen=True)
+class Token:
+    index: int
+    start: int
+    end: int
+    text: str
+
+    @property
+    def lower(self) -> str:
+        return self.text.lower()
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Tokens ``first..last`` (inclusive) read as one value."""
+
+    first: int
+    last: int
+    kind: str  # code | number | date | time
+    key: object
+
+    def covers(self, i: int) -> bool:
+        return self.first <= i <= self.last
+
+
+@dataclass
+class TextValues:
+    canon: Canonical
+    tokens: list[Token]
+    runs: list[tuple[int, int]]
+    value_like: set[int] = field(default_factory=set)
+    readings: list[Reading] = field(default_factory=list)
+    spelled: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Token → the stretch spelled out one piece at a time (letters, NATO words, number words)."""
+    groups: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Token → its group of glued digit groups (``10/05/2024``, ``0.7``)."""
+
+    def whole(self, i: int) -> tuple[int, int] | None:
+        """The stretch token ``i`` may be explained by only as a whole, if any."""
+        return self.spelled.get(i) or self.groups.get(i)
+
+    def run_of(self, i: int) -> tuple[int, int]:
+        return next(r for r in self.runs if r[0] <= i <= r[1])
+
+    def span(self, first: int, last: int) -> tuple[int, int]:
+        """Canonical character span of tokens ``first..last``."""
+        return self.tokens[first].start, self.tokens[last].end
+
+
+# ---- word classes ----------------------------------------------------------------------------
+
+@lru_cache(maxsize=50000)
+def word_zipf(word: str) -> float:
+    w = word.lower()
+    return max(zipf_frequency(w, lang) for lang in nw.LANGUAGES)
+
+
+def _is_fragment(tok: str) -> bool:
+    """A piece an ID or number can be split into with spaces: one character, a digit group, a
+    short code with a digit, or short capitals."""
+    return (len(tok) == 1 or tok.isdigit() or (any(c.isdigit() for c in tok) and len(tok) <= 8)
+            or (tok.isalpha() and tok.isupper() and len(tok) <= 4))
+
+
+def _sentence_start(text: str, at: int) -> bool:
+    return _SENTENCE_END.search(text[max(0, at - 6):at]) is not None
+
+
+def _value_like_word(tok: Token, text: str) -> bool:
+    t = tok.text
+    if any(c.isdigit() for c in t):
+        return True
+    if not t.isalpha() or re.search(r"[\u2e80-\u9fff]", t):
+        return False
+    if t.isupper() and len(t) >= 2:
+        return zipf_frequency(t.lower(), "en") < 3.5
+    if t[0].isupper() and (len(t) > 1 and not t[1:].islower()):
+        return True  # iPhone-like mixed case is a name or a code
+    if t[0].isupper():
+        if _sentence_start(text, tok.start):  # 'Tighten the plan': capitalised as a first word
+            return word_zipf(t) < 2.0
+        others = max(zipf_frequency(t.lower(), lang) for lang in nw.LANGUAGES if lang != "en")
+        return zipf_frequency(t.lower(), "en") < NAME_ZIPF and others < 3.5  # 'Kunde' is a word
+    return len(t) >= 3 and word_zipf(t) < WORD_ZIPF
+
+
+# ---- numbers written with digits -------------------------------------------------------------
+
+def digit_readings(parts: list[str], seps: list[str]) -> set[float]:
+    """A run of digit groups read as a number in either convention: ``1,270.50`` and
+    ``1.270,50`` are both 1270.5; ``1 270`` is 1270; ``7.5`` is 7.5."""
+    if not parts or not all(p.isdigit() for p in parts):
+        return set()
+    out: set[float] = set()
+    if len(parts) == 1:
+        return {float(parts[0])}
+    seps = [s.strip() or " " for s in seps]
+    for thousands, decimal in ((",", "."), (".", ","), (" ", ","), (" ", "."), ("'", ".")):
+        ok = True
+        number = parts[0]
+        for k, (sep, part) in enumerate(zip(seps, parts[1:])):
+            last = k == len(parts) - 2
+            if sep == thousands and len(part) == 3:
+                number += part
+            elif sep == decimal and last:
+                number += "." + part
+            else:
+                ok = False
+                break
+        if ok:
+            out.add(float(number))
+    return out
+
+
+def _currency_number(tok: str) -> float | None:
+    """``USD1270`` / ``1270EUR`` → 1270 (a three-letter code glued to the number)."""
+    m = _CURRENCY.match(tok)
+    if not m or not (m.group("pre") or m.group("post")):
+        return None
+    return float(m.group("num"))
+
+
+# ---- the analysis ----------------------------------------------------------------------------
+
+def analyse(text: str) -> TextValues:
+    return _analyse(text)
+
+
+@lru_cache(maxsize=2048)
+def _analyse(text: str) -> TextValues:
+    canon = canonical(text)
+    s = canon.text
+    tokens = [Token(i, m.start(), m.end(), m.group(0)) for i, m in enumerate(_TOKEN.finditer(s))]
+    tv = TextValues(canon, tokens, _runs(s, tokens))
+    for tok in tokens:
+        if _value_like_word(tok, s):
+            tv.value_like.add(tok.index)
+    _spelled(tv)
+    _digit_groups(tv)
+    _code_readings(tv)
+    _number_word_readings(tv)
+    _nato_readings(tv)
+    _date_time_readings(tv)
+    _cjk_readings(tv)
+    return tv
+
+
+def _gap(s: str, a: Token, b: Token) -> str:
+    return s[a.end:b.start]
+
+
+def _runs(s: str, tokens: list[Token]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for tok in tokens:
+        if runs:
+            prev = tokens[runs[-1][1]]
+            gap = _gap(s, prev, tok)
+            tight = _TIGHT.fullmatch(gap) is not None
+            loose = _LOOSE.fullmatch(gap) is not None and _is_fragment(prev.text) and _is_fragment(tok.text)
+            if tight or loose:
+                runs[-1] = (runs[-1][0], tok.index)
+                continue
+        runs.append((tok.index, tok.index))
+    return runs
+
+
+def _spelled(tv: TextValues) -> None:
+    """Three or more single characters in a row inside a run: spelled out one by one."""
+    for first, last in tv.runs:
+        i = first
+        while i <= last:
+            j = i
+            while j + 1 <= last and len(tv.tokens[j + 1].text) == 1:
+                j += 1
+            if len(tv.tokens[i].text) == 1 and j - i >= 2 and not _counting(tv, i, j):
+                # the stretch with the multi-character pieces it is glued to ('c r e d i t _ 7815')
+                stretch = (first, last)
+                for k in range(stretch[0], stretch[1] + 1):
+                    tv.spelled[k] = stretch
+                    tv.value_like.add(k)
+                tv.readings.append(Reading(first, last, "code", "".join(t.lower for t in tv.tokens[first:last + 1])))
+                tv.readings.append(Reading(i, j, "code", "".join(t.lower for t in tv.tokens[i:j + 1])))
+                break
+            i = j + 1
+
+
+def _digit_groups(tv: TextValues) -> None:
+    """Digit groups glued by separators (``10/05/2024``, ``555-123-4567``, ``1,270.50``,
+    ``237 8156``) are one value: each group is explained only by a reading of all of it."""
+    s = tv.canon.text
+    for first, last in tv.runs:
+        i = first
+        while i <= last:
+            j = i
+            while (j + 1 <= last and tv.tokens[j].text.isdigit() and tv.tokens[j + 1].text.isdigit()
+                   and re.fullmatch(r"[-_./:,'\\]{1,2}| ", _gap(s, tv.tokens[j], tv.tokens[j + 1]))):
+                j += 1
+            if j > i and tv.tokens[i].text.isdigit():
+                for k in range(i, j + 1):
+                    tv.groups[k] = (i, j)
+            i = j + 1
+
+
+def _counting(tv: TextValues, i: int, j: int) -> bool:
+    """``1, 2, 3`` counts steps; it spells nothing."""
+    texts = [t.text for t in tv.tokens[i:j + 1]]
+    if not all(t.isdigit() for t in texts):
+        return False
+    values = [int(t) for t in texts]
+    return values == list(range(values[0], values[0] + len(values)))
+
+
+def _code_readings(tv: TextValues) -> None:
+    s = tv.canon.text
+    for first, last in tv.runs:
+        for i in range(first, last + 1):
+            for j in range(i, min(last, i + 9) + 1):
+                parts = [t.text for t in tv.tokens[i:j + 1]]
+                key = "".join(p.lower() for p in parts)
+                tv.readings.append(Reading(i, j, "code", key))
+                seps = [_gap(s, a, b) for a, b in zip(tv.tokens[i:j], tv.tokens[i + 1:j + 1])]
+                for value in digit_readings(parts, seps):
+                    tv.readings.append(Reading(i, j, "number", value))
+        for i in range(first, last + 1):
+            tok = tv.tokens[i].text
+            glued = _currency_number(tok)
+            if glued is not None:
+                tv.readings.append(Reading(i, i, "number", glued))
+                # 'USD1270.50': the glued code and its decimals
+                if i + 1 <= last and _gap(s, tv.tokens[i], tv.tokens[i + 1]) in (".", ",") and tv.tokens[i + 1].text.isdigit():
+                    tv.readings.append(Reading(i, i + 1, "number", float(f"{int(glued)}.{tv.tokens[i + 1].text}")))
+            if glued is not None and i > first and _gap(s, tv.tokens[i - 1], tv.tokens[i]) in (".", ",") \
+                    and tv.tokens[i - 1].text.isdigit() and _CURRENCY.match(tok).group("post"):
+                # '1270.50EUR': the number before the glued decimals
+                tv.readings.append(Reading(i - 1, i, "number", float(f"{tv.tokens[i - 1].text}.{int(glued)}")))
+            m = _ORDINAL_SUFFIX.match(tok)
+            if m:
+                tv.readings.append(Reading(i, i, "number", float(m.group("n"))))
+
+
+def _number_word_readings(tv: TextValues) -> None:
+    toks = tv.tokens
+    s = tv.canon.text
+    i = 0
+    while i < len(toks):
+        langs = nw.number_word_languages(toks[i].text) if toks[i].text.isalpha() else ()
+        if not langs:
+            i += 1
+            continue
+        best: tuple[int, list[float], str] | None = None
+        for lang in langs:
+            j = i
+            while j + 1 < len(toks) and len(_gap(s, toks[j], toks[j + 1]).strip(" -")) == 0:
+                nxt = toks[j + 1].text.lower()
+                if lang in nw.number_word_languages(nxt) or nxt in nw.DECIMAL_MARKS:
+                    j += 1
+                elif nxt in nw.JOINERS and j + 2 < len(toks) and lang in nw.number_word_languages(toks[j + 2].text):
+                    j += 2
+                else:
+                    break
+            while toks[j].text.lower() in nw.DECIMAL_MARKS | nw.JOINERS and j > i:
+                j -= 1
+            if lang != "en" and j == i and nw.english_lookalike(toks[i].text):
+                continue
+            values = _phrase(tv, i, j, lang)
+            if values and (best is None or j > best[0]):
+                best = (j, values, lang)
+        if best is None:
+            i += 1
+            continue
+        j, values, _ = best
+        digits_one_by_one = len(values) >= 2 and all(v < 10 and v.is_integer() for v in values)
+        if digits_one_by_one:
+            code = "".join(str(int(v)) for v in values)
+            tv.readings.append(Reading(i, j, "code", code))
+            tv.readings.append(Reading(i, j, "number", float(code)))
+        for v in values:
+            tv.readings.append(Reading(i, j, "number", v))
+        if digits_one_by_one or any(v >= 10 or not v.is_integer() for v in values):
+            tv.value_like.update(range(i, j + 1))
+            for k in range(i, j + 1):
+                tv.spelled.setdefault(k, (i, j))
+        i = j + 1
+
+
+def _phrase(tv: TextValues, i: int, j: int, lang: str) -> list[float] | None:
+    words = [t.text for t in tv.tokens[i:j + 1]]
+    lowered = [w.lower() for w in words]
+    marks = [k for k, w in enumerate(lowered) if w in nw.DECIMAL_MARKS]
+    if marks:
+        at = marks[0]
+        whole = nw.phrase_value(words[:at], lang)
+        fraction = nw.phrase_value(words[at + 1:], lang)
+        if whole and len(whole) == 1 and fraction and all(f < 10 for f in fraction):
+            return [float(f"{int(whole[0])}." + "".join(str(int(f)) for f in fraction))]
+        return None
+    return nw.phrase_value(words, lang)
+
+
+def _nato_readings(tv: TextValues) -> None:
+    toks = tv.tokens
+    i = 0
+    while i < len(toks):
+        j = i
+        letters = []
+        while j < len(toks):
+            w = toks[j].lower
+            if j > i and not re.fullmatch(r"[ \t,.\-/]{1,3}", _gap(tv.canon.text, toks[j - 1], toks[j])):
+                break
+            if w in nw.NATO:
+                letters.append(nw.NATO[w])
+            elif w.isdigit() and len(w) <= 2:
+                letters.append(w)
+            elif nw.word_value(w, "en") is not None and nw.word_value(w, "en") < 10:
+                letters.append(str(int(nw.word_value(w, "en"))))
+            else:
+                break
+            j += 1
+        nato = sum(1 for t in toks[i:j] if t.lower in nw.NATO)
+        if nato >= 2 and j - i >= 3:
+            tv.readings.append(Reading(i, j - 1, "code", "".join(letters)))
+            tv.value_like.update(range(i, j))
+            for k in range(i, j):
+                tv.spelled[k] = (i, j - 1)
+            i = j
+        else:
+            i += 1
+
+
+_AMBIGUOUS_MONTHS = {"may", "mar", "mai", "jun", "jan", "dec", "sep", "oct", "nov", "aug", "ago", "set"}
+_DAY_FILLER = {"the", "of", "de", "del", "le", "am", "den", "der", "el", "il", "lo", "on", "du", "van"}
+
+
+def _day_value(tok: Token) -> float | None:
+    t = tok.text
+    if t.isdigit() and 1 <= int(t) <= 31 and len(t) <= 2:
+        return float(t)
+    m = _ORDINAL_SUFFIX.match(t)
+    if m and 1 <= int(m.group("n")) <= 31:
+        return float(m.group("n"))
+    if t.isalpha():
+        for lang in nw.number_word_languages(t):
+            v = nw.word_value(t, lang)
+            if v is not None and 1 <= v <= 31:
+                return v
+    return None
+
+
+def _date_time_readings(tv: TextValues) -> None:
+    toks = tv.tokens
+    s = tv.canon.text
+    for k, tok in enumerate(toks):
+        month = nw.month_of(tok.text) if tok.text.isalpha() and len(tok.text) >= 3 else None
+        # 'may', 'mar', 'mai' are words too: a month only when capitalised
+        if month is not None and (tok.text[0].isupper() or tok.lower not in _AMBIGUOUS_MONTHS):
+            _month_date(tv, k, month)
+    for first, last in tv.runs:
+        parts = toks[first:last + 1]
+        for i in range(len(parts)):
+            for n in (3, 2):
+                chunk = parts[i:i + n]
+                if len(chunk) < n or not all(p.text.isdigit() for p in chunk):
+                    continue
+                seps = {_gap(s, a, b) for a, b in zip(chunk, chunk[1:])}
+                if len(seps) != 1 or next(iter(seps)) not in {"-", "/", "."}:
+                    continue
+                for key in _numeric_dates([int(p.text) for p in chunk], [len(p.text) for p in chunk]):
+                    tv.readings.append(Reading(chunk[0].index, chunk[-1].index, "date", key))
+            _times(tv, parts, i)
+    _bare_days(tv)
+    for m in nw.CJK_DATE.finditer(s):
+        y = m.group("y")
+        year = int(y) if y and y.isdigit() else (int(nw.cjk_value(y)) if y else None)
+        month, day = nw.cjk_value(m.group("m")) if not m.group("m").isdigit() else int(m.group("m")), \
+            nw.cjk_value(m.group("d")) if not m.group("d").isdigit() else int(m.group("d"))
+        first = next((t.index for t in toks if t.end > m.start()), None)
+        last = next((t.index for t in reversed(toks) if t.start < m.end()), None)
+        if first is not None and last is not None and month and day:
+            tv.readings.append(Reading(first, last, "date", (year, int(month), int(day))))
+            tv.value_like.update(range(first, last + 1))
+
+
+def _bare_days(tv: TextValues) -> None:
+    """'the ninth', 'on the 9th': a day of the month without its month."""
+    toks = tv.tokens
+    for k in range(1, len(toks)):
+        if toks[k - 1].lower != "the" or any(r.kind == "date" and r.covers(k) for r in tv.readings):
+            continue
+        t = toks[k].text
+        ordinal = _ORDINAL_SUFFIX.match(t) is not None or (
+            t.isalpha() and nw.alpha_ordinal(t))
+        day = _day_value(toks[k]) if ordinal else None
+        if day is not None and day >= 4:
+            tv.readings.append(Reading(k, k, "date", (None, 0, int(day))))
+            tv.value_like.add(k)
+
+
+def _month_date(tv: TextValues, k: int, month: int) -> None:
+    toks = tv.tokens
+    window = range(max(0, k - 3), min(len(toks), k + 4))
+    for d in window:
+        if d == k:
+            continue
+        between = toks[min(d, k) + 1:max(d, k)]
+        if any(t.lower not in _DAY_FILLER for t in between):
+            continue
+        day = _day_value(toks[d])
+        if day is None:
+            continue
+        first, last = min(d, k), max(d, k)
+        year = None
+        for y in range(last + 1, min(len(toks), last + 3)):
+            if toks[y].text.isdigit() and len(toks[y].text) == 4:
+                year, last = int(toks[y].text), y
+                break
+            if toks[y].lower not in _DAY_FILLER:
+                break
+        tv.readings.append(Reading(first, last, "date", (year, month, int(day))))
+        tv.readings.append(Reading(first, last, "date", (None, month, int(day))))
+        tv.value_like.update(range(first, last + 1))
+
+
+def _numeric_dates(values: list[int], widths: list[int]) -> list[DateKey]:
+    out: list[DateKey] = []
+    if len(values) == 3:
+        if widths[0] == 4:
+            y, m, d = values
+            if 1 <= m <= 12 and 1 <= d <= 31:
+                out.append((y, m, d))
+        elif widths[2] in (2, 4):
+            y = values[2] + (2000 if widths[2] == 2 else 0)
+            for m, d in ((values[0], values[1]), (values[1], values[0])):
+                if 1 <= m <= 12 and 1 <= d <= 31:
+                    out.append((y, m, d))
+    elif len(values) == 2 and max(widths) <= 2:
+        for m, d in ((values[0], values[1]), (values[1], values[0])):
+            if 1 <= m <= 12 and 1 <= d <= 31:
+                out.append((None, m, d))
+    return out
+
+
+def _times(tv: TextValues, parts: list[Token], i: int) -> None:
+    s = tv.canon.text
+    tok = parts[i]
+    nxt = tv.tokens[tok.index + 1] if tok.index + 1 < len(tv.tokens) else None
+    after = nxt.lower.replace(".", "") if nxt else ""
+    minutes = None
+    last = tok.index
+    if i + 1 < len(parts) and _gap(s, tok, parts[i + 1]) == ":" and tok.text.isdigit() and parts[i + 1].text[:2].isdigit():
+        h, mm = int(tok.text), int(parts[i + 1].text[:2])
+        last = parts[i + 1].index
+        tail = parts[i + 1].text[2:].lower() or (tv.tokens[last + 1].lower if last + 1 < len(tv.tokens) else "")
+        if tail in ("pm", "p") and h < 12:
+            h += 12
+        if h <= 24 and mm < 60:
+            minutes = h * 60 + mm
+    else:
+        m = _TIME_TOKEN.match(tok.text)
+        if m:
+            h = int(m.group("h"))
+            if (m.group("ampm") or "").lower().startswith("p") and h < 12:
+                h += 12
+            minutes = h * 60 + int(m.group("m") or 0) if h <= 24 else None
+        elif tok.text.isdigit() and int(tok.text) <= 12 and after in ("am", "pm", "a", "p", "oclock", "o"):
+            h = int(tok.text) + (12 if after.startswith("p") and int(tok.text) < 12 else 0)
+            minutes = h * 60
+    if minutes is not None:
+        tv.readings.append(Reading(tok.index, last, "time", minutes))
+
+
+def _cjk_readings(tv: TextValues) -> None:
+    s = tv.canon.text
+    for m in nw.CJK_NUMERAL.finditer(s):
+        value = nw.cjk_value(m.group(0))
+        if value is None or (value < 10 and len(m.group(0)) == 1):
+            continue
+        first = next((t.index for t in tv.tokens if t.end > m.start()), None)
+        last = next((t.index for t in reversed(tv.tokens) if t.start < m.end()), None)
+        if first is None or last is None:
+            continue
+        tv.readings.append(Reading(first, last, "number", value))
+        tv.value_like.update(range(first, last + 1))
+
+
+_GRADE_CUE = re.compile(r"(?:grade|graded|score|scored|rating|rated|rate|mark|put (?:this|the|it)\b.{0,20}\bat)\W{0,3}(?:of|is|at|as|:|=|would\s+\w+\s+to)?\W{0,3}$", re.I)
+_FRACTION = re.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?:/|out of|of)\s*(?P<m>\d+(?:\.\d+)?)$", re.I)
+
+
+def is_grade(tv: TextValues, i: int) -> bool:
+    """A grade or score of the plan: a number in [0, 1] (``0.7``), a fraction of 1, 5, 10 or
+    100 (``3/10``, ``0.5/1.0``, ``4 out of 5``), or a small number after 'grade'/'score'."""
+    s = tv.canon.text
+    if i in tv.spelled:
+        return False
+    first, last = tv.groups.get(i, (i, i))
+    a, b = tv.span(first, last)
+    written = s[a:b]
+    whole = re.fullmatch(r"\d+(?:\.\d+)?", written)
+    value = float(written) if whole else None
+    if value is not None and 0 <= value <= 1 and len(written) <= 4:
+        return True
+    glued = re.fullmatch(r"(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)", written)  # '0.7/1.0', '3/10'
+    if glued and float(glued.group(2)) in (1.0, 5.0, 10.0, 100.0) and float(glued.group(1)) <= float(glued.group(2)):
+        return True
+    tail = s[b:b + 16]
+    m = re.match(r"\s*(?:/|out of)\s*(\d+(?:\.\d+)?)", tail, re.I)
+    if value is not None and m and float(m.group(1)) in (1.0, 5.0, 10.0, 100.0) and value <= float(m.group(1)):
+        return True
+    head = s[max(0, a - 24):a]
+    fraction = _FRACTION.search(head + written)
+    if fraction and float(fraction.group("m")) in (1.0, 5.0, 10.0, 100.0) and float(fraction.group("n")) <= float(fraction.group("m")):
+        return True
+    return value is not None and value <= 10 and _GRADE_CUE.search(head) is not None
+
+
+# ---- what a public text states ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PublicValues:
+    """Every reading of a public text, by kind, and its words."""
+
+    codes: frozenset[str]
+    numbers: frozenset[float]
+    dates: frozenset[DateKey]
+    times: frozenset[int]
+    words: frozenset[str]
+
+    def __or__(self, other: "PublicValues") -> "PublicValues":
+        return PublicValues(self.codes | other.codes, self.numbers | other.numbers,
+                            self.dates | other.dates, self.times | other.times, self.words | other.words)
+
+    def has(self, r: Reading) -> bool:
+        if r.kind == "code":
+            key = str(r.key)
+            return key in self.codes or (len(key) >= 3 and any(len(c) >= 5 and key in c for c in self.long_codes))
+        if r.kind == "number":
+            return any(abs(n - float(r.key)) < 1e-6 for n in self.numbers)
+        if r.kind == "time":
+            return r.key in self.times
+        if r.kind == "date":  # month 0: a day alone ('the ninth')
+            y, m, d = r.key
+            return any((m == 0 or dm == m) and dd == d and (y is None or dy is None or dy == y)
+                       for dy, dm, dd in self.dates)
+        return False
+
+    @property
+    def long_codes(self) -> frozenset[str]:
+        return self._long()
+
+    def _long(self) -> frozenset[str]:
+        cached = self.__dict__.get("_long_cache")
+        if cached is None:
+            cached = frozenset(c for c in self.codes if len(c) >= 5 and any(ch.isdigit() for ch in c))
+            object.__setattr__(self, "_long_cache", cached)
+        return cached
+
+
+@lru_cache(maxsize=512)
+def public_values(text: str) -> PublicValues:
+    """Parsed once per text: a policy is shared by every task of its domain."""
+    tv = analyse(text)
+    by_kind: dict[str, set] = {"code": set(), "number": set(), "date": set(), "time": set()}
+    for r in tv.readings:
+        by_kind[r.kind].add(r.key)
+    for tok in tv.tokens:
+        by_kind["code"].add(tok.lower)
+        if tok.text.isdigit():
+            by_kind["number"].add(float(tok.text))
+    words = {fold_accents(t.lower) for t in tv.tokens if t.text.isalpha()}
+    return PublicValues(frozenset(by_kind["code"]), frozenset(by_kind["number"]),
+                        frozenset(by_kind["date"]), frozenset(by_kind["time"]), frozenset(words))
