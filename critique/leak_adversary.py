@@ -13,6 +13,7 @@ of values the tested model has already seen).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import random
@@ -26,11 +27,13 @@ PER_CLASS = 96      # leaky cases per class and domain, spread over the class's 
 PER_CLEAN_KIND = 32  # clean cases per clean kind and domain
 
 
-def tasks_for(domain: str, seed: int, limit: int | None = None) -> list:
+@functools.lru_cache(maxsize=None)
+def tasks_for(domain: str, seed: int, limit: int | None = None) -> tuple:
+    """The domain's tasks (or a seeded ``limit`` of them), loaded once a process; read-only."""
     ids = task_ids(domain)
     if limit is not None:
         ids = sorted(random.Random(f"{seed}:{domain}").sample(ids, min(limit, len(ids))), key=ids.index)
-    return [load(domain, i, seed) for i in ids]
+    return tuple(load(domain, i, seed) for i in ids)
 
 
 def _case(task, cls, kind, n, rationale, leak, planted=None) -> dict:

@@ -91,8 +91,11 @@ def _add_date(out: set, y: str, m: int, d: str) -> None:
 class Public:
     """Everything the tested model has seen, in the canonical forms above."""
 
-    def __init__(self, *texts: str) -> None:
+    def __init__(self, *texts: str, joined: bool = False) -> None:
+        """``joined``: also match a value spread over several tokens ('0 8 : 0 0'); stricter,
+        for checking that a short text (a clean rationale) carries no value at all."""
         raw = "\n".join(texts)
+        self.joined = compact(raw) if joined else ""
         self.words = words(raw)
         self.compact_tokens = {compact(tok) for tok in re.split(r"\s+", fold(raw))} - {""}
         self.numbers = numbers(raw)
@@ -106,6 +109,8 @@ class Public:
             return True
         c = compact(value)
         if len(c) >= 3 and c in self.compact_tokens:
+            return True
+        if self.joined and len(c) >= 4 and re.search(r"\d", c) and c in self.joined:
             return True
         n = as_number(value)
         if n is not None and n in self.numbers:

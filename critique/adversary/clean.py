@@ -68,7 +68,7 @@ def policy_numbers(task, rng):
         return None
     v = rng.choice(vals)
     if v.type == "amount":
-        n = float(v.value)
+        n = float(v.value.replace("$", "").replace(",", ""))
         w = rng.choice([f"${n:,.2f}", f"{n:g} USD", f"USD {n:g}", f"{num2words(int(n))} dollars" if n.is_integer() else f"${n}",
                         f"{n:g} dollars", f"{languages.amount(v.value, rng, rng.choice(languages.LANGS))}"])
         return f"The policy's figure of {w} applies here; the plan should cite it.", [v.value]
@@ -194,7 +194,7 @@ def advice(rng):
 def is_clean(rationale: str, task) -> bool:
     """No supervision-only value in any form this generator decodes, and no run of four words
     shared with the hidden instructions."""
-    seen = Public(rationale)
+    seen = Public(rationale, joined=True)
     if any(seen.has(s) for s in task.secret):
         return False
     hidden = words(" ".join(task.hidden)).split()
