@@ -11,6 +11,13 @@ import pytest
 
 from critique.provenance import audit, record_audit, scalar_keys
 from envs.base import ReferenceAction, Supervision, TaskView, Trajectory
+from envs.tau2 import Tau2Environment
+from envs.tau2 import tasks as tau2_tasks
+from runtime.records import EpisodeRecord
+from runtime.reports.summary import summarize
+from testkit.gold import GoldReplay, opening_words
+from testkit.plan_follower import PlanFollowingRoles
+from testkit.scripted import text
 
 RESERVATION = "W2378156"
 AMOUNT = 1270.5
@@ -167,3 +174,56 @@ def test_record_audit_is_none_before_the_episode_played():
     assert record_audit(_view(), _supervision(), None) is None
     stored = record_audit(_view(), _supervision(), Trajectory(messages=[], termination="done", turns=0))
     assert stored is not None and stored["unexplained"] == [] and stored["distinct"] == 0
+
+
+# ---- end to end, through τ²-bench's own environment ---------------------------------------------
+
+GOLD_CLEAN = {"airline": "38", "retail": "0"}
+"""Tasks whose reference reads everything it later writes (so a replay learns every value from a
+tool result or the user) and that the plan-following control can run."""
+
+
+class _ToldGold(GoldReplay):
+    """The gold replay with a user who, like τ²'s simulator, says what they know (their ids)."""
+
+    def __call__(self, request, context):
+        convo = [m for m in request["messages"] if m.get("role") != "system"]
+        if context.get("purpose") == "user" and len(convo) == 1:
+            task = tau2_tasks.task(context["domain"], context["task_id"])
+            return text(f"{opening_words(task)} {task.user_scenario.instructions.known_info or ''}")
+        return super().__call__(request, context)
+
+
+@pytest.mark.parametrize("domain", sorted(GOLD_CLEAN))
+def test_gold_replay_that_reads_everything_has_no_unexplained_values(validate, domain):
+    """An honest executor — every value read from the user or a tool result first — is not flagged,
+    so the audit does not charge agents for doing the task."""
+    model = _ToldGold().model_name(f"told-gold-{domain}")
+    code, records = validate("--env", "tau2", "--mode", "direct", "--domain", domain,
+                             "--task-ids", GOLD_CLEAN[domain], "--model", model)
+    assert code == 0 and len(records) == 1
+    record = records[0]
+    assert record["score"] == 1.0
+    assert record["provenance"]["checked"] > 0 and record["provenance"]["supervision_only"] > 0
+    assert record["provenance"]["unexplained"] == []
+
+
+@pytest.mark.parametrize("domain", sorted(GOLD_CLEAN))
+def test_an_executor_given_reference_ids_through_the_plan_is_flagged(validate, domain):
+    """The plan-following control's p0 is the reference itself and its user never says who they
+    are: the executor acts on ids it could only have from the plan, and the audit says which."""
+    model = PlanFollowingRoles(wrong_share=0.0).model_name(f"plan-follower-prov-{domain}")
+    code, records = validate("--env", "tau2", "--mode", "plan-first", "--domain", domain,
+                             "--task-ids", GOLD_CLEAN[domain], "--model", model)
+    assert code == 0 and len(records) == 1
+    record = records[0]
+    assert record["status"] == "ok", record["error"]
+    found = record["provenance"]["unexplained"]
+    assert found and all(u["where"] == "tool_call" for u in found)
+    view, supervision = Tau2Environment().load(domain, GOLD_CLEAN[domain])
+    reference = json.dumps([a.arguments for a in supervision.reference_actions])
+    assert all(u["value"] in reference for u in found)
+    # the summary counts the episode under its arm
+    summary = summarize([EpisodeRecord.model_validate(record)])["by_arm"]["plan-first"]
+    assert summary["provenance_affected"] == 1 and summary["provenance_rate"] == 1.0
+    assert summary["provenance_unexplained"] == len(found)
