@@ -202,9 +202,11 @@ def key_text(key: Key) -> str:
     return f"{key[0]}:{key[1]}"
 
 
-def _preference(key: Key) -> tuple[int, str]:
-    """The key a finding is reported under: a date, an amount, then an ID or a phrase."""
-    return ("date", "num", "id", "text").index(key[0]), key_text(key)
+def _preference(key: Key, digits_string: bool) -> tuple[int, str]:
+    """The key a finding is reported under: a date, an amount, then an ID or a phrase (an ID
+    first where it was written as a bare string of digits, e.g. an item id)."""
+    order = ("date", "id", "num", "text") if digits_string else ("date", "num", "id", "text")
+    return order.index(key[0]), key_text(key)
 
 
 # ---- what was observed ---------------------------------------------------------------------------
@@ -310,7 +312,7 @@ def audit(view: TaskView, supervision: Supervision, messages: list[ChatMessage])
         nonlocal checked
         for spelling, keys in _groups(value, hidden_texts):
             checked += 1
-            used = sorted(keys & hidden, key=_preference)
+            used = sorted(keys & hidden, key=lambda k: _preference(k, isinstance(value, str) and spelling.isdigit()))
             if used and not any(seen.explains(k) for k in keys):
                 unexplained.append(UnexplainedValue(turn=turn, where=where, tool=tool, argument=argument,
                                                     value=spelling, canonical=key_text(used[0])))
