@@ -5,6 +5,7 @@ through τ²-bench with scripted models."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -14,7 +15,9 @@ from envs.base import ReferenceAction, Supervision, TaskView, Trajectory
 from envs.tau2 import Tau2Environment
 from envs.tau2 import tasks as tau2_tasks
 from runtime.records import EpisodeRecord
-from runtime.reports.summary import summarize
+from runtime.reports import explorer
+from runtime.reports import provenance as provenance_report
+from runtime.reports.summary import frame, summarize
 from testkit.gold import GoldReplay, opening_words
 from testkit.plan_follower import PlanFollowingRoles
 from testkit.scripted import text
@@ -209,7 +212,7 @@ def test_gold_replay_that_reads_everything_has_no_unexplained_values(validate, d
 
 
 @pytest.mark.parametrize("domain", sorted(GOLD_CLEAN))
-def test_an_executor_given_reference_ids_through_the_plan_is_flagged(validate, domain):
+def test_an_executor_given_reference_ids_through_the_plan_is_flagged(validate, tmp_path, domain):
     """The plan-following control's p0 is the reference itself and its user never says who they
     are: the executor acts on ids it could only have from the plan, and the audit says which."""
     model = PlanFollowingRoles(wrong_share=0.0).model_name(f"plan-follower-prov-{domain}")
@@ -227,3 +230,11 @@ def test_an_executor_given_reference_ids_through_the_plan_is_flagged(validate, d
     summary = summarize([EpisodeRecord.model_validate(record)])["by_arm"]["plan-first"]
     assert summary["provenance_affected"] == 1 and summary["provenance_rate"] == 1.0
     assert summary["provenance_unexplained"] == len(found)
+    # … the report says so, and the explorer lists the values on the episode's panel, labelled hidden
+    section = provenance_report.markdown_section(frame([EpisodeRecord.model_validate(record)]))
+    assert "## Provenance audit" in section and f"| plan-first | 1 | {len(found)} | 1 | 100.0% |" in section
+    explorer.write(tmp_path / "site", [EpisodeRecord.model_validate(record)], "t")
+    page = next((tmp_path / "site" / explorer.FOLDER / "tasks").glob("*.html")).read_text()
+    panel = page.split('<section class="provenance supervision">', 1)[1].split("</section>", 1)[0]
+    assert explorer.SUPERVISION_NOTE in panel
+    assert all(html.escape(u["value"]) in panel for u in found)
