@@ -238,3 +238,14 @@ def test_an_executor_given_reference_ids_through_the_plan_is_flagged(validate, t
     panel = page.split('<section class="provenance supervision">', 1)[1].split("</section>", 1)[0]
     assert explorer.SUPERVISION_NOTE in panel
     assert all(html.escape(u["value"]) in panel for u in found)
+
+
+def test_records_written_before_the_audit_still_load_and_count_as_unaudited():
+    """Old run folders must keep loading; their episodes are left out of the rate, not counted clean."""
+    old = {"run_id": "r", "key": {"env": "tau2", "domain": "airline", "task_id": "1", "mode": "plan-first",
+                                  "model": "m", "trial": 0}, "record_id": "x", "status": "ok", "seed": 0,
+           "score": 1.0, "started_at": "t", "finished_at": "t"}
+    record = EpisodeRecord.model_validate(old)
+    assert record.provenance is None
+    row = summarize([record])["by_arm"]["plan-first"]
+    assert row["provenance_audited"] == 0 and row["provenance_rate"] is None
