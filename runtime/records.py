@@ -52,6 +52,9 @@ class EpisodeRecord(BaseModel):
     p0: dict[str, Any] | None = Field(default=None, description="APB plan + unknown_tools flag.")
     critique: dict[str, Any] | None = None
     guard: dict[str, Any] | None = Field(default=None, description="Leak-guard outcome for the critique.")
+    provenance: dict[str, Any] | None = Field(
+        default=None, description="Provenance audit (critique.provenance): supervision-only values the "
+        "agent used without having observed them; absent in records written before it existed.")
     p1: dict[str, Any] | None = None
     judge_p0: dict[str, Any] | None = Field(default=None, description="APB plan judgement of p0.")
     judge_p1: dict[str, Any] | None = Field(default=None, description="APB plan judgement of p1.")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
+from critique.provenance import record_audit
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy
 from envs.base import Environment
 from runtime.failures import error_kind
@@ -126,6 +127,7 @@ def _record(matrix: EpisodeMatrix, key: EpisodeKey, seed: int, state: EpisodeSta
         p0=state["p0"].model_dump() if "p0" in state else None,
         critique=critic.critique.model_dump() if critic else None,
         guard={**critic.guard.model_dump(), "critic_attempts": critic.attempts} if critic else None,
+        provenance=record_audit(view, state.get("supervision"), trajectory),
         p1=state["p1"].model_dump() if "p1" in state else None,
         judge_p0=state["judge_p0"].model_dump() if "judge_p0" in state else None,
         judge_p1=state["judge_p1"].model_dump() if "judge_p1" in state else None,

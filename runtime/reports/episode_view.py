@@ -202,6 +202,17 @@ def evaluation(record: EpisodeRecord) -> dict[str, Any]:
     return {"breakdown": record.breakdown, "checks": checks, "raw": _as_text(info) if info else ""}
 
 
+def provenance(record: EpisodeRecord) -> dict[str, Any] | None:
+    """The provenance audit's unexplained values (``None``: the record has no audit)."""
+    audit = record.provenance
+    if audit is None:
+        return None
+    return {"unexplained": [{"turn": u.get("turn"), "where": u.get("where"), "tool": u.get("tool"),
+                             "argument": u.get("argument"), "value": u.get("value"),
+                             "canonical": u.get("canonical")} for u in audit.get("unexplained") or []],
+            "checked": audit.get("checked", 0), "supervision_only": audit.get("supervision_only", 0)}
+
+
 def view(record: EpisodeRecord) -> dict[str, Any]:
     """Everything the episode panel shows."""
     k = record.key
@@ -214,7 +225,7 @@ def view(record: EpisodeRecord) -> dict[str, Any]:
         "opening_request": record.opening_request, "plans": plans(record.p0, record.p1),
         "critique": critique(record), "judge_p0": judgement(record.judge_p0),
         "judge_p1": judgement(record.judge_p1), "conversation": conversation(record.messages),
-        "evaluation": evaluation(record), "reused": record.reused,
+        "evaluation": evaluation(record), "provenance": provenance(record), "reused": record.reused,
         "usage": dict(record.usage.get("by_purpose") or {}),
         "tokens": _tokens(record.usage.get("total") or {}), "cost": (record.usage.get("total") or {}).get("cost_usd"),
         "timings": record.timings_s, "started_at": record.started_at, "finished_at": record.finished_at,

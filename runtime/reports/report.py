@@ -32,7 +32,7 @@ from runtime.reports.stats import (  # noqa: E402
 )
 from runtime.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame  # noqa: E402
-from runtime.reports import explorer, leaks  # noqa: E402
+from runtime.reports import explorer, leaks, provenance  # noqa: E402
 
 ARMS = ("direct", "plan-first", "refine")
 
@@ -234,7 +234,8 @@ def build(folder: Path, title: str | None = None) -> dict[str, Path]:
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
     table = rows(frame(records), meta.get("published", {}))
     title = title or f"Report: {meta.get('name', folder.name)}"
-    md = markdown(table, title) + leaks.markdown_section(frame(records))
+    df = frame(records)
+    md = markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
     write_text_atomic(paths["markdown"], md)
     flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in table]

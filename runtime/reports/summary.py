@@ -1,7 +1,8 @@
 """The end-of-run summary: per mode (and critique strategy), the mean of the benchmark's score,
 n, errors (rate, and how many were infrastructure's), plan-judge correctness p0 → p1, guard
 firings, tokens and cost; warnings when errors could bias the comparison; and the leak figures
-(critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``); and
+(critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``); the
+provenance audit (unexplained values, episodes affected, rate: ``runtime.reports.provenance``); and
 episodes with malformed model output."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
 from runtime.reports import categories
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
+from runtime.reports.provenance import provenance_columns, provenance_figures, provenance_table
 from runtime.records import MODES, EpisodeRecord
 
 
@@ -45,6 +47,7 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
             **leak_columns(r),
+            **provenance_columns(r),
             "malformed": bool(r.flags),
             "p0_correct": _judged(r.judge_p0, "is_correct"), "p0_grade": _judged(r.judge_p0, "grade"),
             "p1_correct": _judged(r.judge_p1, "is_correct"), "p1_grade": _judged(r.judge_p1, "grade"),
@@ -86,6 +89,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "guard_fired": int(part["guard_fired"].sum()),
                 **_error_fields(part),
                 **leak_figures(part),
+                **provenance_figures(part),
                 "malformed_output": int(part["malformed"].sum()),
             }
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
@@ -127,5 +131,7 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
         console.print(f"[yellow]warning:[/] {warning}")
     if (leaks := leak_table(summary["by_arm"], title)) is not None:
         console.print(leaks)
+    if (provenance := provenance_table(summary["by_arm"], title)) is not None:
+        console.print(provenance)
     if summary.get("by_category"):
         console.print(categories.category_table(summary["by_category"], title=f"{title} — per category"))
