@@ -225,7 +225,7 @@ class LeakGuard:
                 if not self._public_fragment(tv.tokens[i].lower):
                     out.append(i)
                 continue
-            if not any(self.public.has(r) for r in readings) and not self._public_word(tv.tokens[i]):
+            if not any(self.public.has(r) for r in readings) and (stretch is not None or not self._public_word(tv.tokens[i])):
                 out.append(i)
         return out
 
@@ -237,6 +237,8 @@ class LeakGuard:
         return _CUE.search(tv.canon.text[max(0, tok.start - 30):tok.start]) is not None
 
     def _public_fragment(self, key: str) -> bool:
+        if len(key) < 3:
+            return False  # two characters of an ID narrow it too much to be a public fragment
         return any(len(c) > len(key) and (c.startswith(key) or c.endswith(key)) for c in self.public.long_codes)
 
     def _public_word(self, tok: vs.Token) -> bool:

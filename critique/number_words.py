@@ -76,6 +76,19 @@ def english_lookalike(word: str) -> bool:
     return zipf_frequency(word.lower(), "en") >= 3.0
 
 
+@lru_cache(maxsize=20000)
+def digit_word(word: str) -> str | None:
+    """``nine`` / ``neun`` / ``nueve`` → ``9``: a word for one digit, in any language read
+    (English look-alikes such as 'un' or 'elf' excluded)."""
+    if not word.isalpha():
+        return None
+    for lang in number_word_languages(word):
+        value = word_value(word, lang)
+        if value is not None and value < 10 and value.is_integer() and (lang == "en" or not english_lookalike(word)):
+            return str(int(value))
+    return "0" if word.lower() in ("oh", "zero") else None
+
+
 def any_word_value(word: str) -> float | None:
     """The number ``word`` stands for in the first language that reads it."""
     for lang in number_word_languages(word):
@@ -88,20 +101,26 @@ def phrase_value(words: list[str], lang: str) -> list[float] | None:
     when the words do not make one, each number in turn (``seven eight one five``)."""
     from text_to_num import alpha2digit, text2num
 
-    phrase = " ".join(words)
-    try:
-        return [float(text2num(phrase, lang))]
-    except ValueError:
-        pass
-    out = []
-    for word in words:
-        if word.lower() in JOINERS:
+    out: list[float] = []
+    i = 0
+    while i < len(words):  # the longest prefix that is one number, then the rest
+        if words[i].lower() in JOINERS:
+            i += 1
             continue
-        value = word_value(word, lang)
-        if value is None:
-            converted = alpha2digit(phrase, lang)
-            return [float(x) for x in re.findall(r"\d+(?:\.\d+)?", converted)] or None
-        out.append(value)
+        for j in range(len(words), i, -1):
+            try:
+                out.append(float(text2num(" ".join(words[i:j]), lang)))
+            except ValueError:
+                continue
+            i = j
+            break
+        else:
+            value = word_value(words[i], lang)
+            if value is None:
+                converted = alpha2digit(" ".join(words[i:]), lang)
+                return (out + [float(x) for x in re.findall(r"\d+(?:\.\d+)?", converted)]) or None
+            out.append(value)
+            i += 1
     return out or None
 
 

@@ -35,7 +35,7 @@ DateKey = tuple[int | None, int, int]
 
 _TOKEN = re.compile(r"[^\W_]+")
 _TIGHT = re.compile(r"[-_./#:,'+|\\]{1,2}")
-_LOOSE = re.compile(r"[ \t]{1,3}|[ \t]?[-_.,/|·•][ \t]?|[ \t]*\n[ \t]*")
+_LOOSE = re.compile(r"[ \t]{1,4}|[ \t]{0,3}[-_.,/|·•][ \t]{0,3}|[ \t]*\n[ \t]*")
 _SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]|^\W*)[\s\"'(\[*>#-]*$")
 _CURRENCY = re.compile(r"^(?P<pre>[A-Za-z]{3})?(?P<num>\d+)(?P<post>[A-Za-z]{3})?$")
 _ORDINAL_SUFFIX = re.compile(r"^(?P<n>\d{1,2})(?:st|nd|rd|th|er|e|eme|o|a|º|ª)$", re.I)
@@ -43,7 +43,8 @@ _TIME_TOKEN = re.compile(r"^(?P<h>\d{1,2})(?:(?P<ampm>am|pm|a|p)|h(?P<m>\d{2})?|
 STRUCTURAL = re.compile(r"(?:e[1-6]|p[01])", re.I)
 """The critique's own vocabulary: error flags E1–E6, the plans p0 and p1."""
 GRADES = {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}
-NAME_ZIPF = 4.3
+_VERB_FOLLOWERS = re.compile(r"\s+(?:the|a|an|your|this|that|these|those|its|it|each|every|all|any|up|out|with|to|before|after)\b")
+NAME_ZIPF = 4.0
 """A capitalised word inside a sentence rarer than this in English is read as a name."""
 WORD_ZIPF = 1.5
 """A lower-case word rarer than this in every language read is not a word but a code."""
@@ -86,6 +87,9 @@ class TextValues:
     groups: dict[int, tuple[int, int]] = field(default_factory=dict)
     """Token → its group of glued digit groups (``10/05/2024``, ``0.7``)."""
 
+    decoded: dict[int, str] = field(default_factory=dict)
+    """Token → the character it spells (a digit word, a NATO word)."""
+
     def whole(self, i: int) -> tuple[int, int] | None:
         """The stretch token ``i`` may be explained by only as a whole, if any."""
         return self.spelled.get(i) or self.groups.get(i)
@@ -108,9 +112,9 @@ def word_zipf(word: str) -> float:
 
 def _is_fragment(tok: str) -> bool:
     """A piece an ID or number can be split into with spaces: one character, a digit group, a
-    short code with a digit, or short capitals."""
+    short code with a digit, short capitals, a digit word ('nine')."""
     return (len(tok) == 1 or tok.isdigit() or (any(c.isdigit() for c in tok) and len(tok) <= 8)
-            or (tok.isalpha() and tok.isupper() and len(tok) <= 4))
+            or (tok.isalpha() and tok.isupper() and len(tok) <= 4) or nw.digit_word(tok) is not None)
 
 
 def _sentence_start(text: str, at: int) -> bool:
@@ -130,6 +134,8 @@ def _value_like_word(tok: Token, text: str) -> bool:
     if t[0].isupper():
         if _sentence_start(text, tok.start):  # 'Tighten the plan': capitalised as a first word
             return word_zipf(t) < 2.0
+        if _VERB_FOLLOWERS.match(text, tok.end):
+            return False  # 'Tighten the plan' after a missing full stop: a verb, not a name
         others = max(zipf_frequency(t.lower(), lang) for lang in nw.LANGUAGES if lang != "en")
         return zipf_frequency(t.lower(), "en") < NAME_ZIPF and others < 3.5  # 'Kunde' is a word
     return len(t) >= 3 and word_zipf(t) < WORD_ZIPF
@@ -163,12 +169,21 @@ def digit_readings(parts: list[str], seps: list[str]) -> set[float]:
     return out
 
 
+@lru_cache(maxsize=1)
+def currency_codes() -> frozenset[str]:
+    """ISO 4217 codes (CLDR via babel)."""
+    from babel.numbers import list_currencies
+
+    return frozenset(c.lower() for c in list_currencies())
+
+
 def _currency_number(tok: str) -> float | None:
-    """``USD1270`` / ``1270EUR`` → 1270 (a three-letter code glued to the number)."""
+    """``USD1270`` / ``1270EUR`` → 1270 (a currency code glued to the number)."""
     m = _CURRENCY.match(tok)
     if not m or not (m.group("pre") or m.group("post")):
         return None
-    return float(m.group("num"))
+    code = (m.group("pre") or m.group("post")).lower()
+    return float(m.group("num")) if code in currency_codes() else None
 
 
 # ---- the analysis ----------------------------------------------------------------------------
@@ -187,13 +202,30 @@ def _analyse(text: str) -> TextValues:
         if _value_like_word(tok, s):
             tv.value_like.add(tok.index)
     _spelled(tv)
+    _snake(tv)
     _digit_groups(tv)
     _code_readings(tv)
     _number_word_readings(tv)
     _nato_readings(tv)
     _date_time_readings(tv)
     _cjk_readings(tv)
+    _decoded_runs(tv)
     return tv
+
+
+def _decoded_runs(tv: TextValues) -> None:
+    """``a n y a_g a r c i a_five-nine-zero-one`` → ``anyagarcia5901``: a run's key with its
+    spelled words read as the characters they spell."""
+    if not tv.decoded:
+        return
+    for first, last in tv.runs:
+        if not any(k in tv.decoded for k in range(first, last + 1)):
+            continue
+        for i in range(first, last + 1):
+            for j in range(i, min(last, i + 24) + 1):
+                if any(k in tv.decoded for k in range(i, j + 1)):
+                    key = "".join(tv.decoded.get(k, tv.tokens[k].lower) for k in range(i, j + 1))
+                    tv.readings.append(Reading(i, j, "code", key))
 
 
 def _gap(s: str, a: Token, b: Token) -> str:
@@ -215,24 +247,42 @@ def _runs(s: str, tokens: list[Token]) -> list[tuple[int, int]]:
     return runs
 
 
+def _piece(tok: Token) -> bool:
+    """One spelled character or two: a letter or digit alone, a pair of capitals (``OG``), or a
+    digit word ('four', 'neun')."""
+    t = tok.text
+    return len(t) == 1 or (len(t) == 2 and t.isalpha() and t.isupper()) or nw.digit_word(t) is not None
+
+
 def _spelled(tv: TextValues) -> None:
-    """Three or more single characters in a row inside a run: spelled out one by one."""
+    """Three or more spelled characters in a row inside a run (``E H G``, ``four O G six``):
+    characters written out one by one."""
     for first, last in tv.runs:
         i = first
         while i <= last:
             j = i
-            while j + 1 <= last and len(tv.tokens[j + 1].text) == 1:
+            while j + 1 <= last and _piece(tv.tokens[j + 1]):
                 j += 1
-            if len(tv.tokens[i].text) == 1 and j - i >= 2 and not _counting(tv, i, j):
+            if _piece(tv.tokens[i]) and j - i >= 2 and not _counting(tv, i, j) and not _numeral(tv, i, j) \
+                    and any(len(t.text) == 1 for t in tv.tokens[i:j + 1]):
                 # the stretch with the multi-character pieces it is glued to ('c r e d i t _ 7815')
                 stretch = (first, last)
                 for k in range(stretch[0], stretch[1] + 1):
                     tv.spelled[k] = stretch
                     tv.value_like.add(k)
+                for k in range(i, j + 1):
+                    digit = nw.digit_word(tv.tokens[k].text) if len(tv.tokens[k].text) > 1 else None
+                    if digit is not None:
+                        tv.decoded[k] = digit
                 tv.readings.append(Reading(first, last, "code", "".join(t.lower for t in tv.tokens[first:last + 1])))
                 tv.readings.append(Reading(i, j, "code", "".join(t.lower for t in tv.tokens[i:j + 1])))
                 break
             i = j + 1
+
+
+def _country_code(s: str, first: Token, at_first: bool, gap: str) -> bool:
+    """'+1 555-123-2002': a country code is not part of the number it prefixes."""
+    return at_first and gap == " " and s[first.start - 1:first.start] == "+"
 
 
 def _digit_groups(tv: TextValues) -> None:
@@ -244,12 +294,42 @@ def _digit_groups(tv: TextValues) -> None:
         while i <= last:
             j = i
             while (j + 1 <= last and tv.tokens[j].text.isdigit() and tv.tokens[j + 1].text.isdigit()
-                   and re.fullmatch(r"[-_./:,'\\]{1,2}| ", _gap(s, tv.tokens[j], tv.tokens[j + 1]))):
+                   and re.fullmatch(r"[-_./:,'\\]{1,2}| ", _gap(s, tv.tokens[j], tv.tokens[j + 1]))
+                   and not _country_code(s, tv.tokens[i], j == i, _gap(s, tv.tokens[j], tv.tokens[j + 1]))):
                 j += 1
             if j > i and tv.tokens[i].text.isdigit():
                 for k in range(i, j + 1):
                     tv.groups[k] = (i, j)
             i = j + 1
+
+
+def _snake(tv: TextValues) -> None:
+    """``ivan_m``, ``h_muller_``, ``mei_brown_7075``: words glued by underscores are a code,
+    read whole (a public tool or parameter name passes as the code it is)."""
+    s = tv.canon.text
+    for first, last in tv.runs:
+        i = first
+        while i <= last:
+            j = i
+            while j + 1 <= last and "_" in _gap(s, tv.tokens[j], tv.tokens[j + 1]) and \
+                    _TIGHT.fullmatch(_gap(s, tv.tokens[j], tv.tokens[j + 1])):
+                j += 1
+            edge = s[tv.tokens[j].end:tv.tokens[j].end + 1] == "_" or s[tv.tokens[i].start - 1:tv.tokens[i].start] == "_"
+            if j > i or edge:
+                for k in range(i, j + 1):
+                    if k not in tv.spelled:
+                        tv.groups[k] = (i, j)
+                        tv.value_like.add(k)
+            i = j + 1
+
+
+def _numeral(tv: TextValues, i: int, j: int) -> bool:
+    """``0.2/1.0``, ``1.2.3``, ``5/6/24``: single digits glued by number or date marks are a
+    numeral, not characters spelled one by one (its digit group is read whole anyway)."""
+    s = tv.canon.text
+    toks = tv.tokens[i:j + 1]
+    return all(t.text.isdigit() for t in toks) and all(
+        _gap(s, a, b) in (".", "/", ":", ",") for a, b in zip(toks, toks[1:]))
 
 
 def _counting(tv: TextValues, i: int, j: int) -> bool:
@@ -323,14 +403,26 @@ def _number_word_readings(tv: TextValues) -> None:
         digits_one_by_one = len(values) >= 2 and all(v < 10 and v.is_integer() for v in values)
         if digits_one_by_one:
             code = "".join(str(int(v)) for v in values)
+            for k in range(i, j + 1):
+                digit = nw.digit_word(toks[k].text)
+                if digit is not None:
+                    tv.decoded[k] = digit
             tv.readings.append(Reading(i, j, "code", code))
             tv.readings.append(Reading(i, j, "number", float(code)))
-        for v in values:
-            tv.readings.append(Reading(i, j, "number", v))
+        if len(values) == 1:
+            tv.readings.append(Reading(i, j, "number", values[0]))
+        elif not digits_one_by_one:  # 'cento e cinquenta e quatro e dezassete': 154 and 17, or 154.17
+            tv.readings.append(Reading(i, j, "numbers", tuple(values)))
+            if len(values) == 2 and values[1] < 100 and values[1].is_integer():
+                tv.readings.append(Reading(i, j, "number", values[0] + values[1] / 100))
         if digits_one_by_one or any(v >= 10 or not v.is_integer() for v in values):
             tv.value_like.update(range(i, j + 1))
+            stretch = (i, j)
+            if digits_one_by_one:  # glued to the code it ends ('HAT trois zéro zéro')
+                run = tv.run_of(i)
+                stretch = (min(run[0], i), max(run[1], j))
             for k in range(i, j + 1):
-                tv.spelled.setdefault(k, (i, j))
+                tv.spelled.setdefault(k, stretch)
         i = j + 1
 
 
@@ -370,6 +462,7 @@ def _nato_readings(tv: TextValues) -> None:
         nato = sum(1 for t in toks[i:j] if t.lower in nw.NATO)
         if nato >= 2 and j - i >= 3:
             tv.readings.append(Reading(i, j - 1, "code", "".join(letters)))
+            tv.decoded.update({k: letters[k - i] for k in range(i, j)})
             tv.value_like.update(range(i, j))
             for k in range(i, j):
                 tv.spelled[k] = (i, j - 1)
@@ -550,9 +643,10 @@ def is_grade(tv: TextValues, i: int) -> bool:
     value = float(written) if whole else None
     if value is not None and 0 <= value <= 1 and len(written) <= 4:
         return True
-    glued = re.fullmatch(r"(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)", written)  # '0.7/1.0', '3/10'
-    if glued and float(glued.group(2)) in (1.0, 5.0, 10.0, 100.0) and float(glued.group(1)) <= float(glued.group(2)):
-        return True
+    if re.fullmatch(r"\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)+", written):  # '0.7/1.0', '3/10'
+        numbers = [float(x) for x in written.split("/")]
+        if all(d in (1.0, 5.0, 10.0, 100.0) for d in numbers[1:]) and numbers[0] <= numbers[1]:
+            return True
     tail = s[b:b + 16]
     m = re.match(r"\s*(?:/|out of)\s*(\d+(?:\.\d+)?)", tail, re.I)
     if value is not None and m and float(m.group(1)) in (1.0, 5.0, 10.0, 100.0) and value <= float(m.group(1)):
@@ -588,6 +682,8 @@ class PublicValues:
             return any(abs(n - float(r.key)) < 1e-6 for n in self.numbers)
         if r.kind == "time":
             return r.key in self.times
+        if r.kind == "numbers":  # several numbers in one run of words: all of them public
+            return all(any(abs(n - v) < 1e-6 for n in self.numbers) for v in r.key)
         if r.kind == "date":  # month 0: a day alone ('the ninth')
             y, m, d = r.key
             return any((m == 0 or dm == m) and dd == d and (y is None or dy is None or dy == y)
@@ -612,7 +708,10 @@ def public_values(text: str) -> PublicValues:
     tv = analyse(text)
     by_kind: dict[str, set] = {"code": set(), "number": set(), "date": set(), "time": set()}
     for r in tv.readings:
-        by_kind[r.kind].add(r.key)
+        if r.kind == "numbers":
+            by_kind["number"].update(r.key)
+        else:
+            by_kind[r.kind].add(r.key)
     for tok in tv.tokens:
         by_kind["code"].add(tok.lower)
         if tok.text.isdigit():
