@@ -1,4 +1,4 @@
-"""A scripted leak auditor, and the factory ``python -m critique.leak_eval`` uses for its model.
+"""A scripted leak auditor: a stand-in for an auditor model in the offline suite and the controls.
 
 ``overlap_auditor`` is a stand-in for an auditor model, honest about what it is: it names each
 sentence of the critique that shares a code (a token with a digit) or three or more long words
@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from critique.auditor import LeakAuditor
-from testkit.scripted import register_script, text
+from testkit.scripted import text
 
 _STOP = {"should", "would", "could", "their", "there", "which", "about", "after", "before",
          "agent", "critique", "reference", "hidden", "before", "reveals", "first", "then"}
@@ -39,17 +39,3 @@ def overlap_auditor(request: dict[str, Any], context: dict[str, Any]) -> dict[st
         if (_codes(s) & ref_codes) or len(_words(s) & ref_words) >= 3:
             leaks.append(s)
     return text(json.dumps({"leaks": leaks}))
-
-
-def make_auditor(model: str | None) -> LeakAuditor:
-    """The auditor for a model name through the runtime's model layer (retries, accounting);
-    ``None`` is the scripted stand-in."""
-    from runtime.build import register_providers
-    from runtime.llm.layer import Meter, ModelLayer, ModelSpec, check_credentials
-
-    name = model or register_script("leak-auditor", overlap_auditor)
-    spec = ModelSpec(model=name)
-    check_credentials(spec)
-    register_providers({"auditor_model": spec})
-    layer = ModelLayer({"auditor_model": spec})
-    return LeakAuditor(layer.client("auditor_model", "auditor", Meter()))
