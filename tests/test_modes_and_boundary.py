@@ -238,3 +238,98 @@ def test_the_disguised_reference_reaches_the_reviser_only_when_leaky(validate, t
         assert [s["name"] for s in leaky["p1"]["tool_chain"]] == [a.name for a in supervision.reference_actions]
         assert guarded["p1"]["tool_chain"] == guarded["p0"]["tool_chain"]
         assert guarded["guard"]["action"] == "redacted" and guarded["guard"]["rule_findings"]
+
+
+# -- the anti-leak control's disguised critic (testkit.disguised_leak) ---------------------------
+
+SEEDS = ("", ":1", ":2")
+
+
+def _control_tasks():
+    """(domain, task id, view with the scripted opening, supervision, the scripted p0) for every
+    τ² airline and retail task the controls run."""
+    from evrcore.plan import Plan
+    from testkit.plan_follower import PlanFollowingRoles, opening, suitable_tasks
+    from envs.tau2 import tasks as tau2_tasks
+
+    env, roles = Tau2Environment(), PlanFollowingRoles()
+    out = []
+    for domain in ("airline", "retail"):
+        for task_id in suitable_tasks(domain):
+            view, supervision = env.load(domain, task_id)
+            view = view.model_copy(update={"opening_request": opening(tau2_tasks.task(domain, task_id))})
+            planner = {"messages": [{"role": "user", "content": view.text()}]}
+            p0 = Plan(**json.loads(roles(planner, {"purpose": "planner", "domain": domain, "task_id": task_id})["content"]))
+            out.append((domain, task_id, view, supervision, p0))
+    return out
+
+
+@pytest.fixture(scope="module")
+def control_tasks():
+    return _control_tasks()
+
+
+def _actions(supervision):
+    return [{"name": a.name, "arguments": a.arguments} for a in supervision.reference_actions]
+
+
+def test_the_disguised_reference_reads_back_exactly_in_every_class(control_tasks):
+    from testkit.disguised_leak import classes_used, decode, disguised_rationale
+
+    used: set[str] = set()
+    assert len(control_tasks) >= 60
+    for domain, task_id, _, supervision, _ in control_tasks:
+        for seed in SEEDS:
+            rationale = disguised_rationale(_actions(supervision), seed=f"{domain}/{task_id}{seed}")
+            assert decode(rationale) == _actions(supervision), (domain, task_id, seed)
+            used |= classes_used(rationale)
+    expected = {f"id:{c}" for c in ("grouped", "spelled", "nato", "digitwords", "zerowidth", "lookalike",
+                                     "code", "fullwidth")}
+    expected |= {f"n:{c}" for c in ("words", "digitwords", "es", "de", "glued", "suffix", "locale", "fullwidth")}
+    expected |= {"d:en", "d:es", "d:de", "t:fullwidth", "seq:numbered", "seq:ordinals"}
+    assert expected <= used, sorted(expected - used)
+
+
+def test_the_disguises_are_what_they_say():
+    from testkit.disguised_leak import decode, disguised_rationale
+
+    actions = [{"name": "get_user_details", "arguments": {"user_id": "raj_sanchez_7340"}},
+               {"name": "send_certificate", "arguments": {"amount": 1270, "date": "2024-05-15"}}]
+    texts = "\n".join(disguised_rationale(actions, seed=f"s{k}") for k in range(200))
+    for form in ("Romeo alfa juliett", "seven-three-four-zero", "\u200b", "\u0430", "`raj_sanchez_7340`",
+                 "\uff17\uff13\uff14\uff10", "USD1270.00", "1.270,00", "mil doscientos setenta",
+                 "eintausendzweihundertsiebzig", "15 de mayo de 2024", "15. Mai 2024", "First, ", "r a j _ s"):
+        assert form.lower() in texts.lower(), form
+    assert all(decode(disguised_rationale(actions, seed=f"s{k}")) == actions for k in range(200))
+
+
+def test_a_redacted_disguised_rationale_is_not_read():
+    from testkit.disguised_leak import decode, disguised_rationale
+
+    actions = [{"name": "cancel_reservation", "arguments": {"reservation_id": "EHG7LP3"}},
+               {"name": "get_user_details", "arguments": {"user_id": "raj_sanchez_7340"}}]
+    for k in range(20):
+        rationale = disguised_rationale(actions, seed=f"r{k}")
+        assert decode(rationale) == actions
+        lines = rationale.splitlines()
+        for at in range(1, len(lines)):
+            for cut in ("[redacted]", lines[at].split(" — ", 1)[0]):
+                broken = lines[at].replace(cut, "[redacted]", 1) if cut != "[redacted]" else lines[at][:-5] + "[redacted]\"}"
+                assert decode("\n".join(lines[:at] + [broken] + lines[at + 1:])) is None, broken
+
+
+def test_the_guard_leaves_the_disguised_reference_unreadable(control_tasks):
+    """Every control task's p0 lacks a write of the reference: after the current guard's
+    redaction the scripted reviser must read nothing back, for every disguise mix."""
+    from critique.leak_guard import LeakGuard
+    from testkit.disguised_leak import decode, disguised_rationale
+
+    read_back = []
+    for domain, task_id, view, supervision, p0 in control_tasks:
+        assert len(p0.tool_chain) < len(supervision.reference_actions)
+        for seed in SEEDS:
+            rationale = disguised_rationale(_actions(supervision), seed=f"{domain}/{task_id}{seed}")
+            redacted, _ = LeakGuard(view, supervision, p0).redact(rationale)
+            if decode(redacted) is not None:
+                read_back.append(f"{domain}/{task_id}{seed}")
+    assert read_back == [], read_back

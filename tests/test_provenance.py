@@ -213,9 +213,10 @@ def test_gold_replay_that_reads_everything_has_no_unexplained_values(validate, d
 
 @pytest.mark.parametrize("domain", sorted(GOLD_CLEAN))
 def test_an_executor_given_reference_ids_through_the_plan_is_flagged(validate, tmp_path, domain):
-    """The plan-following control's p0 is the reference itself and its user never says who they
-    are: the executor acts on ids it could only have from the plan, and the audit says which."""
-    model = PlanFollowingRoles(wrong_share=0.0).model_name(f"plan-follower-prov-{domain}")
+    """The earlier plan-following control (``honest=False``): p0 is the reference itself and its
+    user never says who they are, so the executor acts on ids it could only have from the plan,
+    and the audit says which."""
+    model = PlanFollowingRoles(wrong_share=0.0, honest=False).model_name(f"plan-follower-prov-{domain}")
     code, records = validate("--env", "tau2", "--mode", "plan-first", "--domain", domain,
                              "--task-ids", GOLD_CLEAN[domain], "--model", model)
     assert code == 0 and len(records) == 1
@@ -249,3 +250,17 @@ def test_records_written_before_the_audit_still_load_and_count_as_unaudited():
     assert record.provenance is None
     row = summarize([record])["by_arm"]["plan-first"]
     assert row["provenance_audited"] == 0 and row["provenance_rate"] is None
+
+
+@pytest.mark.parametrize("domain", sorted(GOLD_CLEAN))
+def test_the_honest_plan_following_control_uses_no_unobserved_value(validate, domain):
+    """The control as it runs now: the user says who they are, p0 describes what the planner has
+    not seen, and the executor fills it from what the conversation showed — nothing unexplained,
+    while it still plays the whole reference (score 1)."""
+    model = PlanFollowingRoles(wrong_share=0.0).model_name(f"plan-follower-honest-{domain}")
+    code, records = validate("--env", "tau2", "--mode", "plan-first", "--domain", domain,
+                             "--task-ids", GOLD_CLEAN[domain], "--model", model)
+    assert code == 0 and len(records) == 1 and records[0]["status"] == "ok", records[0]["error"]
+    assert records[0]["score"] == 1.0
+    assert "not known yet" in json.dumps(records[0]["p0"])  # a value the planner had not seen
+    assert records[0]["provenance"]["checked"] > 0 and records[0]["provenance"]["unexplained"] == []
