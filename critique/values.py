@@ -38,8 +38,8 @@ _TIGHT = re.compile(r"[-_./#:,'+|\\]{1,2}")
 _LOOSE = re.compile(r"[ \t]{1,4}|[ \t]{0,3}[-_.,/|·•][ \t]{0,3}|[ \t]*\n[ \t]*")
 _SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]|^\W*)[\s\"'(\[*>#-]*$")
 _CURRENCY = re.compile(r"^(?P<pre>[A-Za-z]{3})?(?P<num>\d+)(?P<post>[A-Za-z]{3})?$")
-_ORDINAL_SUFFIX = re.compile(r"^(?P<n>\d{1,2})(?:st|nd|rd|th|er|e|eme|o|a|º|ª)$", re.I)
-_TIME_TOKEN = re.compile(r"^(?P<h>\d{1,2})(?:(?P<ampm>am|pm|a|p)|h(?P<m>\d{2})?|uhr)$", re.I)
+ORDINAL_SUFFIX = re.compile(r"^(?P<n>\d{1,2})(?:st|nd|rd|th|er|e|eme|o|a|º|ª)$", re.I)
+TIME_TOKEN = re.compile(r"^(?P<h>\d{1,2})(?:(?P<ampm>am|pm|a|p)|h(?P<m>\d{2})?|uhr)$", re.I)
 STRUCTURAL = re.compile(r"(?:e[1-6]|p[01])", re.I)
 """The critique's own vocabulary: error flags E1–E6, the plans p0 and p1."""
 GRADES = {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}
@@ -189,11 +189,13 @@ def _currency_number(tok: str) -> float | None:
 # ---- the analysis ----------------------------------------------------------------------------
 
 def analyse(text: str) -> TextValues:
+    """The text's tokens, runs, value-like tokens and readings (cached per text)."""
     return _analyse(text)
 
 
 @lru_cache(maxsize=2048)
 def _analyse(text: str) -> TextValues:
+    from critique import value_dates  # its readers take this module's types
     canon = canonical(text)
     s = canon.text
     tokens = [Token(i, m.start(), m.end(), m.group(0)) for i, m in enumerate(_TOKEN.finditer(s))]
@@ -207,8 +209,8 @@ def _analyse(text: str) -> TextValues:
     _code_readings(tv)
     _number_word_readings(tv)
     _nato_readings(tv)
-    _date_time_readings(tv)
-    _cjk_readings(tv)
+    value_dates.date_time_readings(tv)
+    value_dates.cjk_readings(tv)
     _decoded_runs(tv)
     return tv
 
@@ -228,7 +230,8 @@ def _decoded_runs(tv: TextValues) -> None:
                     tv.readings.append(Reading(i, j, "code", key))
 
 
-def _gap(s: str, a: Token, b: Token) -> str:
+def gap(s: str, a: Token, b: Token) -> str:
+    """The text between two tokens."""
     return s[a.end:b.start]
 
 
@@ -237,9 +240,9 @@ def _runs(s: str, tokens: list[Token]) -> list[tuple[int, int]]:
     for tok in tokens:
         if runs:
             prev = tokens[runs[-1][1]]
-            gap = _gap(s, prev, tok)
-            tight = _TIGHT.fullmatch(gap) is not None
-            loose = _LOOSE.fullmatch(gap) is not None and _is_fragment(prev.text) and _is_fragment(tok.text)
+            between = gap(s, prev, tok)
+            tight = _TIGHT.fullmatch(between) is not None
+            loose = _LOOSE.fullmatch(between) is not None and _is_fragment(prev.text) and _is_fragment(tok.text)
             if tight or loose:
                 runs[-1] = (runs[-1][0], tok.index)
                 continue
@@ -294,8 +297,8 @@ def _digit_groups(tv: TextValues) -> None:
         while i <= last:
             j = i
             while (j + 1 <= last and tv.tokens[j].text.isdigit() and tv.tokens[j + 1].text.isdigit()
-                   and re.fullmatch(r"[-_./:,'\\]{1,2}| ", _gap(s, tv.tokens[j], tv.tokens[j + 1]))
-                   and not _country_code(s, tv.tokens[i], j == i, _gap(s, tv.tokens[j], tv.tokens[j + 1]))):
+                   and re.fullmatch(r"[-_./:,'\\]{1,2}| ", gap(s, tv.tokens[j], tv.tokens[j + 1]))
+                   and not _country_code(s, tv.tokens[i], j == i, gap(s, tv.tokens[j], tv.tokens[j + 1]))):
                 j += 1
             if j > i and tv.tokens[i].text.isdigit():
                 for k in range(i, j + 1):
@@ -311,8 +314,8 @@ def _snake(tv: TextValues) -> None:
         i = first
         while i <= last:
             j = i
-            while j + 1 <= last and "_" in _gap(s, tv.tokens[j], tv.tokens[j + 1]) and \
-                    _TIGHT.fullmatch(_gap(s, tv.tokens[j], tv.tokens[j + 1])):
+            while j + 1 <= last and "_" in gap(s, tv.tokens[j], tv.tokens[j + 1]) and \
+                    _TIGHT.fullmatch(gap(s, tv.tokens[j], tv.tokens[j + 1])):
                 j += 1
             edge = s[tv.tokens[j].end:tv.tokens[j].end + 1] == "_" or s[tv.tokens[i].start - 1:tv.tokens[i].start] == "_"
             if j > i or edge:
@@ -329,7 +332,7 @@ def _numeral(tv: TextValues, i: int, j: int) -> bool:
     s = tv.canon.text
     toks = tv.tokens[i:j + 1]
     return all(t.text.isdigit() for t in toks) and all(
-        _gap(s, a, b) in (".", "/", ":", ",") for a, b in zip(toks, toks[1:]))
+        gap(s, a, b) in (".", "/", ":", ",") for a, b in zip(toks, toks[1:]))
 
 
 def _counting(tv: TextValues, i: int, j: int) -> bool:
@@ -349,7 +352,7 @@ def _code_readings(tv: TextValues) -> None:
                 parts = [t.text for t in tv.tokens[i:j + 1]]
                 key = "".join(p.lower() for p in parts)
                 tv.readings.append(Reading(i, j, "code", key))
-                seps = [_gap(s, a, b) for a, b in zip(tv.tokens[i:j], tv.tokens[i + 1:j + 1])]
+                seps = [gap(s, a, b) for a, b in zip(tv.tokens[i:j], tv.tokens[i + 1:j + 1])]
                 for value in digit_readings(parts, seps):
                     tv.readings.append(Reading(i, j, "number", value))
         for i in range(first, last + 1):
@@ -358,13 +361,13 @@ def _code_readings(tv: TextValues) -> None:
             if glued is not None:
                 tv.readings.append(Reading(i, i, "number", glued))
                 # 'USD1270.50': the glued code and its decimals
-                if i + 1 <= last and _gap(s, tv.tokens[i], tv.tokens[i + 1]) in (".", ",") and tv.tokens[i + 1].text.isdigit():
+                if i + 1 <= last and gap(s, tv.tokens[i], tv.tokens[i + 1]) in (".", ",") and tv.tokens[i + 1].text.isdigit():
                     tv.readings.append(Reading(i, i + 1, "number", float(f"{int(glued)}.{tv.tokens[i + 1].text}")))
-            if glued is not None and i > first and _gap(s, tv.tokens[i - 1], tv.tokens[i]) in (".", ",") \
+            if glued is not None and i > first and gap(s, tv.tokens[i - 1], tv.tokens[i]) in (".", ",") \
                     and tv.tokens[i - 1].text.isdigit() and _CURRENCY.match(tok).group("post"):
                 # '1270.50EUR': the number before the glued decimals
                 tv.readings.append(Reading(i - 1, i, "number", float(f"{tv.tokens[i - 1].text}.{int(glued)}")))
-            m = _ORDINAL_SUFFIX.match(tok)
+            m = ORDINAL_SUFFIX.match(tok)
             if m:
                 tv.readings.append(Reading(i, i, "number", float(m.group("n"))))
 
@@ -381,7 +384,7 @@ def _number_word_readings(tv: TextValues) -> None:
         best: tuple[int, list[float], str] | None = None
         for lang in langs:
             j = i
-            while j + 1 < len(toks) and len(_gap(s, toks[j], toks[j + 1]).strip(" -")) == 0:
+            while j + 1 < len(toks) and len(gap(s, toks[j], toks[j + 1]).strip(" -")) == 0:
                 nxt = toks[j + 1].text.lower()
                 if lang in nw.number_word_languages(nxt) or nxt in nw.DECIMAL_MARKS:
                     j += 1
@@ -448,7 +451,7 @@ def _nato_readings(tv: TextValues) -> None:
         letters = []
         while j < len(toks):
             w = toks[j].lower
-            if j > i and not re.fullmatch(r"[ \t,.\-/]{1,3}", _gap(tv.canon.text, toks[j - 1], toks[j])):
+            if j > i and not re.fullmatch(r"[ \t,.\-/]{1,3}", gap(tv.canon.text, toks[j - 1], toks[j])):
                 break
             if w in nw.NATO:
                 letters.append(nw.NATO[w])
@@ -469,161 +472,6 @@ def _nato_readings(tv: TextValues) -> None:
             i = j
         else:
             i += 1
-
-
-_AMBIGUOUS_MONTHS = {"may", "mar", "mai", "jun", "jan", "dec", "sep", "oct", "nov", "aug", "ago", "set"}
-_DAY_FILLER = {"the", "of", "de", "del", "le", "am", "den", "der", "el", "il", "lo", "on", "du", "van"}
-
-
-def _day_value(tok: Token) -> float | None:
-    t = tok.text
-    if t.isdigit() and 1 <= int(t) <= 31 and len(t) <= 2:
-        return float(t)
-    m = _ORDINAL_SUFFIX.match(t)
-    if m and 1 <= int(m.group("n")) <= 31:
-        return float(m.group("n"))
-    if t.isalpha():
-        for lang in nw.number_word_languages(t):
-            v = nw.word_value(t, lang)
-            if v is not None and 1 <= v <= 31:
-                return v
-    return None
-
-
-def _date_time_readings(tv: TextValues) -> None:
-    toks = tv.tokens
-    s = tv.canon.text
-    for k, tok in enumerate(toks):
-        month = nw.month_of(tok.text) if tok.text.isalpha() and len(tok.text) >= 3 else None
-        # 'may', 'mar', 'mai' are words too: a month only when capitalised
-        if month is not None and (tok.text[0].isupper() or tok.lower not in _AMBIGUOUS_MONTHS):
-            _month_date(tv, k, month)
-    for first, last in tv.runs:
-        parts = toks[first:last + 1]
-        for i in range(len(parts)):
-            for n in (3, 2):
-                chunk = parts[i:i + n]
-                if len(chunk) < n or not all(p.text.isdigit() for p in chunk):
-                    continue
-                seps = {_gap(s, a, b) for a, b in zip(chunk, chunk[1:])}
-                if len(seps) != 1 or next(iter(seps)) not in {"-", "/", "."}:
-                    continue
-                for key in _numeric_dates([int(p.text) for p in chunk], [len(p.text) for p in chunk]):
-                    tv.readings.append(Reading(chunk[0].index, chunk[-1].index, "date", key))
-            _times(tv, parts, i)
-    _bare_days(tv)
-    for m in nw.CJK_DATE.finditer(s):
-        y = m.group("y")
-        year = int(y) if y and y.isdigit() else (int(nw.cjk_value(y)) if y else None)
-        month, day = nw.cjk_value(m.group("m")) if not m.group("m").isdigit() else int(m.group("m")), \
-            nw.cjk_value(m.group("d")) if not m.group("d").isdigit() else int(m.group("d"))
-        first = next((t.index for t in toks if t.end > m.start()), None)
-        last = next((t.index for t in reversed(toks) if t.start < m.end()), None)
-        if first is not None and last is not None and month and day:
-            tv.readings.append(Reading(first, last, "date", (year, int(month), int(day))))
-            tv.value_like.update(range(first, last + 1))
-
-
-def _bare_days(tv: TextValues) -> None:
-    """'the ninth', 'on the 9th': a day of the month without its month."""
-    toks = tv.tokens
-    for k in range(1, len(toks)):
-        if toks[k - 1].lower != "the" or any(r.kind == "date" and r.covers(k) for r in tv.readings):
-            continue
-        t = toks[k].text
-        ordinal = _ORDINAL_SUFFIX.match(t) is not None or (
-            t.isalpha() and nw.alpha_ordinal(t))
-        day = _day_value(toks[k]) if ordinal else None
-        if day is not None and day >= 4:
-            tv.readings.append(Reading(k, k, "date", (None, 0, int(day))))
-            tv.value_like.add(k)
-
-
-def _month_date(tv: TextValues, k: int, month: int) -> None:
-    toks = tv.tokens
-    window = range(max(0, k - 3), min(len(toks), k + 4))
-    for d in window:
-        if d == k:
-            continue
-        between = toks[min(d, k) + 1:max(d, k)]
-        if any(t.lower not in _DAY_FILLER for t in between):
-            continue
-        day = _day_value(toks[d])
-        if day is None:
-            continue
-        first, last = min(d, k), max(d, k)
-        year = None
-        for y in range(last + 1, min(len(toks), last + 3)):
-            if toks[y].text.isdigit() and len(toks[y].text) == 4:
-                year, last = int(toks[y].text), y
-                break
-            if toks[y].lower not in _DAY_FILLER:
-                break
-        tv.readings.append(Reading(first, last, "date", (year, month, int(day))))
-        tv.readings.append(Reading(first, last, "date", (None, month, int(day))))
-        tv.value_like.update(range(first, last + 1))
-
-
-def _numeric_dates(values: list[int], widths: list[int]) -> list[DateKey]:
-    out: list[DateKey] = []
-    if len(values) == 3:
-        if widths[0] == 4:
-            y, m, d = values
-            if 1 <= m <= 12 and 1 <= d <= 31:
-                out.append((y, m, d))
-        elif widths[2] in (2, 4):
-            y = values[2] + (2000 if widths[2] == 2 else 0)
-            for m, d in ((values[0], values[1]), (values[1], values[0])):
-                if 1 <= m <= 12 and 1 <= d <= 31:
-                    out.append((y, m, d))
-    elif len(values) == 2 and max(widths) <= 2:
-        for m, d in ((values[0], values[1]), (values[1], values[0])):
-            if 1 <= m <= 12 and 1 <= d <= 31:
-                out.append((None, m, d))
-    return out
-
-
-def _times(tv: TextValues, parts: list[Token], i: int) -> None:
-    s = tv.canon.text
-    tok = parts[i]
-    nxt = tv.tokens[tok.index + 1] if tok.index + 1 < len(tv.tokens) else None
-    after = nxt.lower.replace(".", "") if nxt else ""
-    minutes = None
-    last = tok.index
-    if i + 1 < len(parts) and _gap(s, tok, parts[i + 1]) == ":" and tok.text.isdigit() and parts[i + 1].text[:2].isdigit():
-        h, mm = int(tok.text), int(parts[i + 1].text[:2])
-        last = parts[i + 1].index
-        tail = parts[i + 1].text[2:].lower() or (tv.tokens[last + 1].lower if last + 1 < len(tv.tokens) else "")
-        if tail in ("pm", "p") and h < 12:
-            h += 12
-        if h <= 24 and mm < 60:
-            minutes = h * 60 + mm
-    else:
-        m = _TIME_TOKEN.match(tok.text)
-        if m:
-            h = int(m.group("h"))
-            if (m.group("ampm") or "").lower().startswith("p") and h < 12:
-                h += 12
-            minutes = h * 60 + int(m.group("m") or 0) if h <= 24 else None
-        elif tok.text.isdigit() and int(tok.text) <= 12 and after in ("am", "pm", "a", "p", "oclock", "o"):
-            h = int(tok.text) + (12 if after.startswith("p") and int(tok.text) < 12 else 0)
-            minutes = h * 60
-    if minutes is not None:
-        tv.readings.append(Reading(tok.index, last, "time", minutes))
-
-
-def _cjk_readings(tv: TextValues) -> None:
-    s = tv.canon.text
-    for m in nw.CJK_NUMERAL.finditer(s):
-        value = nw.cjk_value(m.group(0))
-        if value is None or (value < 10 and len(m.group(0)) == 1):
-            continue
-        first = next((t.index for t in tv.tokens if t.end > m.start()), None)
-        last = next((t.index for t in reversed(tv.tokens) if t.start < m.end()), None)
-        if first is None or last is None:
-            continue
-        tv.readings.append(Reading(first, last, "number", value))
-        tv.value_like.update(range(first, last + 1))
 
 
 _GRADE_CUE = re.compile(r"(?:grade|graded|score|scored|rating|rated|rate|mark|put (?:this|the|it)\b.{0,20}\bat)\W{0,3}(?:of|is|at|as|:|=|would\s+\w+\s+to)?\W{0,3}$", re.I)
