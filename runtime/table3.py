@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.table import Table
 
 from runtime import config as cfg
-from runtime.build import build_run, quiet_loguru
+from runtime.build import build_run
+from runtime.logs import quiet_loguru
 from runtime.cli import error_rate_exit, execute, finished_records, guarded
 from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
 from runtime.store import write_json_atomic

@@ -44,7 +44,7 @@ def overlap_auditor(request: dict[str, Any], context: dict[str, Any]) -> dict[st
 def make_auditor(model: str | None) -> LeakAuditor:
     """The auditor for a model name through the runtime's model layer (retries, accounting);
     ``None`` is the scripted stand-in."""
-    from runtime.build import register_providers
+    from runtime.episode.services import register_providers
     from runtime.llm.layer import Meter, ModelLayer, ModelSpec, check_credentials
 
     name = model or register_script("leak-auditor", overlap_auditor)
