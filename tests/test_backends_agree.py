@@ -177,7 +177,7 @@ def test_retry_errors_bypasses_the_cache_on_both_backends(gold_stub, tmp_path, l
         def faulty(n, body):
             if not agent_call(body):
                 return None
-            agent_calls.append(n)  # a truncated tool call (cached), then a 400 ends the episode
+            agent_calls.append(n)  # a truncated tool call, then a 400 ends the episode
             return {1: "truncate_args", 2: "400"}.get(len(agent_calls))
 
         with FaultProxy(gold_stub, faulty) as proxy:
