@@ -1,11 +1,13 @@
 """The executable-validation runtime: runs the episodes and the commands around them.
 
-Lives here: the episode state machine (``graph``), the runner and its episode matrix
-(``runner``), what kind of failure ended an episode (``failures``), the executor and the simulated user's turn (``executor``, ``simulated_user``),
-records and the run folder (``records``, ``store``), settings (``config``), the composition root
-(``build``), the shared command helper (``cli``) and the commands (``validate``, ``ablate``,
-``table3``, ``report``, ``envs``, ``planners``); ``llm/`` is the model layer, ``reports/`` what
-a run folder says.
+Lives here, top to bottom (an import-linter contract checks the order): the commands
+(``validate``, ``ablate``, ``table3``, ``report``, ``envs``, ``planners``) with their parser
+builder (``args``) and shared helper (``cli``); settings (``config``) and the composition root
+(``build``); the executors (``backends/``: threads, Ray); the batch layer (``batch/``, the one
+owner of pending / retry / stop / the run folder); one episode (``episode/``: its ``RunSpec``,
+services, state machine, executor and simulated user); the model layer (``llm/``). Beside them:
+records and the run folder (``records``, ``store``), failure kinds (``failures``), secret
+scrubbing (``scrub``), loguru's sinks (``logs``) and what a run folder says (``reports/``).
 
 May import: ``critique``, ``planners``, ``evrcore`` and ``envs``; never ``testkit``.
 

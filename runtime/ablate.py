@@ -21,6 +21,7 @@ from critique.strategies import STRATEGIES
 from runtime import validate
 from runtime.build import build_run
 from runtime.cli import error_rate_exit, execute, guarded, write_summary
+from runtime.config import UsageError
 from runtime.reports.ablation import ablation_table, write_table
 from runtime.reports.summary import frame
 
@@ -40,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def body() -> int:
+        refuse_fixed_options(args)
         strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
         options = {k: v for k, v in vars(args).items() if k != "strategies"}
         config = validate.load_config(argparse.Namespace(**{**options, "mode": "refine"}))
@@ -56,6 +58,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return execute([run], console, finish)
 
     return guarded(body)
+
+
+def refuse_fixed_options(args: argparse.Namespace) -> None:
+    """ablate always runs Plan-first and Refine with the strategies of ``--strategies``: a
+    ``--mode`` or ``--strategy`` it would ignore is refused instead."""
+    if args.mode is not None:
+        raise UsageError(f"--mode {args.mode}: ablate always runs plan-first and refine; leave "
+                         "--mode out (python -m runtime.validate runs one mode)")
+    if args.strategy is not None:
+        raise UsageError(f"--strategy {args.strategy}: ablate takes --strategies (comma-separated "
+                         "names, or all)")
 
 
 if __name__ == "__main__":

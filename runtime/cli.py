@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envs.base import EnvError
-from runtime import backends, runner
+from runtime import backends
+from runtime.batch import RunStopped, pending
 from runtime.build import Run
 from runtime.config import UsageError
 from runtime.records import EpisodeRecord
@@ -65,7 +66,7 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) ->
         for run in runs:
             run_with_progress(run, console)
         return finish()
-    except runner.RunStopped as exc:
+    except RunStopped as exc:
         close_environments(runs)
         print(f"error: run stopped: {scrub(str(exc))}; finished records are saved, and the same "
               "command resumes once this is fixed", file=sys.stderr)
@@ -79,7 +80,7 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) ->
 
 
 def close_environments(runs: Sequence[Run]) -> None:
-    for env in {id(r.matrix.env): r.matrix.env for r in runs}.values():
+    for env in {id(r.services.env): r.services.env for r in runs}.values():
         try:
             env.close()
         except Exception as exc:  # noqa: BLE001 - closing the rest matters more than this one
@@ -87,13 +88,13 @@ def close_environments(runs: Sequence[Run]) -> None:
 
 
 def run_with_progress(run: Run, console: Console) -> None:
-    matrix = run.matrix
-    todo = runner.pending(matrix)
-    if matrix.store.torn_lines:
-        console.print(f"[yellow]warning: {matrix.store.torn_lines} unreadable line(s) in "
-                      f"{matrix.store.records_path} skipped; their episodes run again[/]")
-    console.print(f"run {matrix.run_id}: {len(matrix.keys)} episodes ({len(matrix.keys) - len(todo)} "
-                  f"already done) → {matrix.store.root}")
+    store, keys = run.store, run.keys
+    todo, _ = pending(run.spec, store, run.config.retry_errors)
+    if store.torn_lines:
+        console.print(f"[yellow]warning: {store.torn_lines} unreadable line(s) in "
+                      f"{store.records_path} skipped; their episodes run again[/]")
+    console.print(f"run {run.spec.run_id}: {len(keys)} episodes ({len(keys) - len(todo)} "
+                  f"already done) → {store.root}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("[dim]{task.fields[stage]}"), console=console,
                   transient=False) as progress:
@@ -105,18 +106,19 @@ def run_with_progress(run: Run, console: Console) -> None:
             stage = STAGE_WORDS.get(purpose, purpose)
             progress.update(bar, stage=f"model call {next(calls)}: {stage}")
 
-        matrix.layer.observers.append(show_stage)
+        layer = run.services.layer  # the threads' layer; Ray workers have their own
+        layer.observers.append(show_stage)
         try:
             backends.run_episodes(run, on_done=lambda record: progress.advance(bar))
         finally:
-            matrix.layer.observers.remove(show_stage)
+            layer.observers.remove(show_stage)
         progress.update(bar, stage="")
 
 
 def finished_records(run: Run) -> list[EpisodeRecord]:
     """This run's records (a run folder may hold other runs' records too, e.g. table3's cells)."""
-    wanted = {k.id() for k in run.matrix.keys}
-    return [r for r in run.matrix.store.records() if r.record_id in wanted]
+    wanted = {k.id() for k in run.keys}
+    return [r for r in run.store.records() if r.record_id in wanted]
 
 
 def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
@@ -124,14 +126,14 @@ def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
     from runtime.reports import summary
 
     records = finished_records(run)
-    matrix, config = run.matrix, run.config
+    spec, config = run.spec, run.config
     result = summary.summarize(records)
-    result.update({"run_id": matrix.run_id, "env": config.env, "domain": matrix.domain,
+    result.update({"run_id": spec.run_id, "env": config.env, "domain": spec.domain,
                    "models": run.models, "embedded_default": run.embedded})
     if run.embedded:
         result["note"] = EMBEDDED_NOTE
-    matrix.store.write_summary(result)
-    summary.print_summary(result, console, title=f"{config.env}/{matrix.domain} — {run.specs['model'].model}")
+    run.store.write_summary(result)
+    summary.print_summary(result, console, title=f"{config.env}/{spec.domain} — {spec.tested_model}")
     if run.embedded:
         console.print(f"[yellow]{EMBEDDED_NOTE}[/]")
     errors = [r for r in records if r.status == "error"]
@@ -139,7 +141,7 @@ def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
         first = errors[0].error
         console.print(f"{len(errors)} episode(s) errored; first: {first.stage}: {first.type}: "
                       f"{first.message[:200]} (see records.jsonl)")
-    console.print(f"records: {matrix.store.records_path}  summary: {run.out / 'summary.json'}")
+    console.print(f"records: {run.store.records_path}  summary: {run.out / 'summary.json'}")
     return records
 
 

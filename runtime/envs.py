@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from envs.registry import ENVIRONMENTS
+from runtime.args import command_parser
 
 
 def setup_envs() -> list[str]:
@@ -28,8 +29,7 @@ def setup_envs() -> list[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m runtime.envs",
-                                description="Set up environments that need their own virtualenv.")
+    p = command_parser("python -m runtime.envs", "Set up environments that need their own virtualenv.")
     sub = p.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="install an environment into its own venv and record it")
     setup.add_argument("env", choices=setup_envs())

@@ -16,7 +16,7 @@ from critique.leak_eval import parser, run
 
 
 def make_auditor(model: str) -> LeakAuditor:
-    from runtime.build import register_providers
+    from runtime.episode.services import register_providers
     from runtime.llm.layer import Meter, ModelLayer, ModelSpec, check_credentials
 
     spec = ModelSpec(model=model)

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from runtime.args import command_parser
 from runtime.reports import apb_export
 from runtime.reports.report import build
 from runtime.scrub import protect_console
@@ -18,9 +19,9 @@ from runtime.store import RECORDS
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m runtime.report",
-        description="Rebuild a run folder's report (Markdown, CSV, HTML, plots) from its records.")
+    p = command_parser(
+        "python -m runtime.report",
+        "Rebuild a run folder's report (Markdown, CSV, HTML, plots) from its records.")
     p.add_argument("run", type=Path, help="the run folder (holds records.jsonl)")
     p.add_argument("--title", help="the report's title (default: from the run)")
     p.add_argument("--apb-out", type=Path, metavar="FILE",

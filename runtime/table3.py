@@ -9,7 +9,6 @@ When the matrix is done the report is built (``python -m runtime.report <out>`` 
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -21,7 +20,9 @@ from rich.console import Console
 from rich.table import Table
 
 from runtime import config as cfg
-from runtime.build import build_run, quiet_loguru
+from runtime.args import command_parser
+from runtime.build import build_run
+from runtime.logs import quiet_loguru
 from runtime.cli import error_rate_exit, execute, finished_records, guarded
 from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
 from runtime.store import write_json_atomic
@@ -219,7 +220,7 @@ def dry_run(config: Table3Config, sample, console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runtime.table3", description=__doc__.split("\n\n")[0])
+    parser = command_parser("python -m runtime.table3", __doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--out", type=Path, help="run folder (overrides the config's out)")
     parser.add_argument("--dry-run", action="store_true", help="print the matrix and cost; call no model")

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from envs.registry import SANDBOXES, names
 from runtime import config as cfg
+from runtime.args import command_parser
 from runtime.build import build_run
 from runtime.cli import error_rate_exit, execute, guarded, write_summary
 from runtime.config import RunConfig
@@ -24,9 +25,9 @@ from runtime.records import MODES
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m runtime.validate",
-        description="Does critiquing a plan make the agent execute better? Runs the chosen modes "
+    p = command_parser(
+        "python -m runtime.validate",
+        "Does critiquing a plan make the agent execute better? Runs the chosen modes "
         "on real benchmark tasks and records the benchmark's own score.",
     )
     p.add_argument("--config", type=Path, help="YAML file with any of the options below")

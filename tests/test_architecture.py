@@ -40,10 +40,10 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
         shutil.copytree(REPO / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     base = tmp_path / "planners" / "base.py"
-    base.write_text(base.read_text() + "\nimport runtime.runner  # deliberately upward\n")
+    base.write_text(base.read_text() + "\nimport runtime.build  # deliberately upward\n")
     result = _lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "BROKEN" in result.stdout and "planners.base -> runtime.runner" in result.stdout
+    assert "BROKEN" in result.stdout and "planners.base -> runtime.build" in result.stdout
 
 
 def test_no_module_imports_another_modules_private_names():

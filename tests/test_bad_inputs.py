@@ -98,7 +98,8 @@ def test_ablate_out_is_a_file(base, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-0000000000")
     target = tmp_path / "file.txt"
     target.write_text("keep me\n")
-    code = ablate.main([*base, "--out", str(target), "--strategies", "none"])
+    argv = [a for a in base if a not in ("--mode", "direct")]  # ablate chooses its modes itself
+    code = ablate.main([*argv, "--out", str(target), "--strategies", "none"])
     _check_one_line_exit_2(code, capsys.readouterr().err, ["--out", "file.txt"])
     assert target.read_text() == "keep me\n"
 
@@ -170,3 +171,44 @@ def test_resuming_over_garbage_lines_says_so(tmp_path, capsys):
                           "--model", model, "--out", str(out), "--no-cache"])
     assert code == 0
     assert "warning: 2 unreadable line(s)" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("extra,words", [
+    (["--mode", "direct"], ["--mode direct", "plan-first and refine"]),
+    (["--strategy", "leaky"], ["--strategy leaky", "--strategies"]),
+], ids=["mode", "strategy"])
+def test_ablate_refuses_options_it_would_ignore(extra, words, base, endpoint, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-0000000000")
+    calls = len(endpoint.requests)
+    argv = [a for a in base if a not in ("--mode", "direct")]
+    code = ablate.main([*argv, *extra, "--out", str(tmp_path / "run"), "--strategies", "none"])
+    _check_one_line_exit_2(code, capsys.readouterr().err, words)
+    assert not (tmp_path / "run" / "records.jsonl").exists() and len(endpoint.requests) == calls
+
+
+def _docker_main(argv):
+    from envs.docker import cli
+
+    return cli.main(argv)
+
+
+def _envs_main(argv):
+    from runtime import envs
+
+    return envs.main(argv)
+
+
+@pytest.mark.parametrize("main,argv,words", [
+    (validate.main, ["--mode", "sideways"], ["--mode", "invalid choice: 'sideways'", "'plan-first'"]),
+    (validate.main, ["--trials", "two"], ["--trials", "invalid int value: 'two'"]),
+    (ablate.main, ["--no-such-option"], ["unrecognized arguments: --no-such-option"]),
+    (table3.main, [], ["--config", "required"]),
+    (report.main, [], ["run", "required"]),
+    (_envs_main, ["setup", "webshop"], ["invalid choice: 'webshop'", "'toolsandbox'"]),
+    (_docker_main, ["rebuild"], ["invalid choice: 'rebuild'", "'build'"]),
+], ids=["validate-choice", "validate-type", "ablate-unknown", "table3-missing", "report-missing",
+        "envs-choice", "docker-choice"])
+def test_argument_errors_are_one_line(main, argv, words, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    _check_one_line_exit_2(exit_.value.code, capsys.readouterr().err, words)

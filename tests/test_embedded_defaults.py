@@ -72,11 +72,11 @@ def test_the_run_says_the_judge_is_off_in_its_first_lines(tmp_path) -> None:
 
     lines: list[str] = []
     run = build_run(settings("--out", str(tmp_path / "run")), lines.append)
-    assert run.embedded and run.matrix.judge is False
+    assert run.embedded and run.spec.judge is False
     assert any("Plan judge off" in line for line in lines[:3]), lines
     lines.clear()
     run = build_run(settings("--judge", "--out", str(tmp_path / "run2")), lines.append)
-    assert run.matrix.judge is True and not any("Plan judge off" in line for line in lines)
+    assert run.spec.judge is True and not any("Plan judge off" in line for line in lines)
     assert run.specs["model"].model == EMBEDDED_MODEL
 
 

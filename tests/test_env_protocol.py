@@ -320,7 +320,9 @@ def test_remote_environment_implements_the_environment_protocol():
 # ---- through the runtime: a dead server is an errored episode, not a hung run ----------------
 
 def _run(tmp_path, task_ids, reply_timeout=30.0):
-    from runtime import runner
+    from runtime.batch.threads import run_in_threads
+    from runtime.episode.services import Services
+    from runtime.episode.spec import RunSpec
     from runtime.llm.layer import ModelLayer, ModelSpec
     from runtime.store import RunStore
     from testkit.scripted import register_script, text
@@ -331,13 +333,12 @@ def _run(tmp_path, task_ids, reply_timeout=30.0):
     spec = ModelSpec(model=register_script("fake-env-roles", script))
     layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
     pool = ServerPool(fake_command(), max_size=2, start_timeout=60, reply_timeout=reply_timeout)
-    plan = runner.EpisodeMatrix(
-        run_id="fake", env=RemoteEnvironment("fake", pool), domain="default", task_ids=task_ids,
-        modes=["direct"], trials=1, seed=0, layer=layer, store=RunStore(tmp_path / "run"),
-        planner_name="none", make_planner=lambda m: None, concurrency=2,
-    )
+    env = RemoteEnvironment("fake", pool)
+    run_spec = RunSpec(run_id="fake", env=env.name, domain="default", task_ids=task_ids,
+                       modes=["direct"], models=layer.specs, planner="none", concurrency=2)
     try:
-        return {r.key.task_id: r for r in runner.run(plan)}
+        records = run_in_threads(run_spec, Services(env, layer, lambda m: None), RunStore(tmp_path / "run"))
+        return {r.key.task_id: r for r in records}
     finally:
         pool.close()
 
@@ -360,7 +361,9 @@ def test_tau2_served_over_the_protocol_scores_like_in_process(tmp_path):
     """``python -m envs.protocol envs.tau2:Tau2Environment``: τ²'s adapter behind a server,
     replayed by the τ² gold script, scores exactly what it scores in-process."""
     from envs.tau2 import Tau2Environment
-    from runtime import runner
+    from runtime.batch.threads import run_in_threads
+    from runtime.episode.services import Services
+    from runtime.episode.spec import RunSpec
     from runtime.llm.layer import ModelLayer, ModelSpec
     from runtime.store import RunStore
     from testkit.gold import GoldReplay
@@ -372,12 +375,9 @@ def test_tau2_served_over_the_protocol_scores_like_in_process(tmp_path):
         assert remote.load("airline", ids[0]) == Tau2Environment().load("airline", ids[0])
         spec = ModelSpec(model=GoldReplay().model_name("gold-over-protocol"))
         layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
-        plan = runner.EpisodeMatrix(
-            run_id="tau2-remote", env=remote, domain="airline", task_ids=ids, modes=["direct"], trials=1,
-            seed=0, layer=layer, store=RunStore(tmp_path / "run"), planner_name="none",
-            make_planner=lambda m: None, concurrency=2,
-        )
-        records = runner.run(plan)
+        run_spec = RunSpec(run_id="tau2-remote", env=remote.name, domain="airline", task_ids=ids,
+                           modes=["direct"], models=layer.specs, planner="none", concurrency=2)
+        records = run_in_threads(run_spec, Services(remote, layer, lambda m: None), RunStore(tmp_path / "run"))
     finally:
         remote.close()
     assert [r.status for r in records] == ["ok", "ok"], [r.error for r in records]

@@ -8,7 +8,9 @@ import pytest
 from envs.base import TaskSelection
 from envs.tau2 import Tau2Environment
 from envs.tau2 import tasks as tau2_tasks
-from runtime import runner
+from runtime.batch.threads import run_in_threads
+from runtime.episode.services import Services
+from runtime.episode.spec import RunSpec
 from runtime.llm.layer import ModelLayer, ModelSpec
 from runtime.store import RunStore
 from testkit.gold import GoldReplay, last_state_changing_write
@@ -39,12 +41,10 @@ def _replay(tmp_path, domain: str, task_ids: list[str], gold: GoldReplay, name: 
     model = gold.model_name(name)
     spec = ModelSpec(model=model)
     layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
-    plan = runner.EpisodeMatrix(
-        run_id=name, env=Tau2Environment(), domain=domain, task_ids=task_ids, modes=["direct"],
-        trials=1, seed=0, layer=layer, store=RunStore(tmp_path / name), planner_name="none",
-        make_planner=lambda m: None, concurrency=2,
-    )
-    records = runner.run(plan)
+    env = Tau2Environment()
+    spec = RunSpec(run_id=name, env=env.name, domain=domain, task_ids=task_ids, modes=["direct"],
+                   models=layer.specs, planner="none", concurrency=2)
+    records = run_in_threads(spec, Services(env, layer, lambda m: None), RunStore(tmp_path / name))
     errors = [r for r in records if r.status == "error"]
     assert not errors, errors[0].error
     assert len(records) == len(task_ids)

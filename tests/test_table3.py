@@ -111,3 +111,31 @@ def test_report_rebuilds_from_records_alone(tmp_path):
         build(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "runtime.report", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2 and "no records" in proc.stderr
+
+
+def test_every_cell_writes_its_lines_to_run_log(tmp_path):
+    """Every cell is built before the first runs, and loguru is one logger: building a cell must
+    not take the ``run.log`` sink away from the others."""
+    from testkit import run_scripted
+    from tests.conftest import read_records
+
+    run_scripted.register()
+    out = tmp_path / "out"
+    config = _write(tmp_path, f"""
+name: t3-log
+seed: 3
+models: [scripted/roles]
+modes: [direct]
+concurrency: 1
+environments:
+  - env: tau2
+    domains: [mock, airline]
+    tasks: 2
+out: {out}
+""")
+    assert table3.main(["--config", str(config)]) == 0
+    records = read_records(out)
+    assert {r["key"]["domain"] for r in records} == {"mock", "airline"}, "two cells, or the test proves nothing"
+    log = (out / "run.log").read_text()
+    missing = [r["record_id"] for r in records if r["opening_request"].split("\n")[0][:60] not in log]
+    assert not missing, f"no run.log lines for {missing}"

@@ -292,7 +292,9 @@ def _name_maps(env, task_ids):
 
 
 def _replay(tmp_path, env, task_ids, *, wrong=False, name="ts-gold"):
-    from runtime import runner
+    from runtime.batch.threads import run_in_threads
+    from runtime.episode.services import Services
+    from runtime.episode.spec import RunSpec
     from runtime.llm.layer import ModelLayer, ModelSpec
     from runtime.store import RunStore
     from testkit.toolsandbox_gold import ToolSandboxGold
@@ -300,10 +302,9 @@ def _replay(tmp_path, env, task_ids, *, wrong=False, name="ts-gold"):
     gold = ToolSandboxGold(_name_maps(env, task_ids), wrong=wrong)
     spec = ModelSpec(model=gold.model_name(name))
     layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
-    plan = runner.EpisodeMatrix(run_id=name, env=env, domain="default", task_ids=task_ids, modes=["direct"],
-                          trials=1, seed=0, layer=layer, store=RunStore(tmp_path / name), planner_name="none",
-                          make_planner=lambda m: None, concurrency=3)
-    records = runner.run(plan)
+    run_spec = RunSpec(run_id=name, env=env.name, domain="default", task_ids=task_ids, modes=["direct"],
+                       models=layer.specs, planner="none", concurrency=3)
+    records = run_in_threads(run_spec, Services(env, layer, lambda m: None), RunStore(tmp_path / name))
     errors = [r for r in records if r.status == "error"]
     assert not errors, errors[0].error
     return {r.key.task_id: r for r in records}

@@ -30,8 +30,17 @@ from envs.docker.images import (
 from envs.server_client import EnvUnavailableError
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Errors in one line and exit 2, like the runtime's commands (``runtime.args``, which this
+    package may not import)."""
+
+    def error(self, message: str):
+        print(f"error: {self.prog}: {' '.join(message.split())} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def parser(prog: str = "python -m envs.docker") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Env-server images and containers.")
+    parser = _OneLineParser(prog=prog, description="Env-server images and containers.")
     sub = parser.add_subparsers(dest="cmd", required=True)
     build = sub.add_parser("build", help="build (or reuse) an image from the Dockerfile")
     build.add_argument("--target", default="env-tau2", choices=[*TARGETS, "all"])
@@ -59,9 +68,9 @@ def main(argv: Optional[list[str]] = None, prog: str = "python -m envs.docker") 
         return 2
     try:
         return {"build": _build, "tag": _tag, "status": _status, "clean": _clean}[args.cmd](client, args)
-    except EnvUnavailableError as exc:
+    except EnvUnavailableError as exc:  # bad input or a missing setup: 2, as in runtime.envs
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
 
 
 def _build(client, args) -> int:

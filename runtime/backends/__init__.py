@@ -1,15 +1,20 @@
 """What runs a run's episodes: threads in this process (the default) or Ray workers.
 
-Both backends take the same :class:`runtime.build.Run` and write through the same single writer
-(the driver's ``RunStore``), so records stay atomic, resumable and duplicate-free whichever runs
-them. Ray is imported only when the Ray backend is chosen.
+Both are only executors of ``(RunSpec, key) -> (record, artifacts)`` under the one batch loop
+(``runtime.batch``), which alone decides what is pending, what re-runs with the cache bypassed,
+when the run stops, and writes the run folder; so the records are the same whichever runs them.
+Ray is imported only when the Ray backend is chosen.
+
+May import ``runtime.batch``, ``runtime.episode`` and the layers below them; the commands only
+as type hints.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from runtime import runner
+from runtime.batch import run_batch
+from runtime.batch.threads import threads
 from runtime.records import EpisodeRecord
 
 if TYPE_CHECKING:
@@ -34,5 +39,8 @@ def run_episodes(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r
     if run.config.backend == "ray":
         from runtime.backends import ray_backend
 
-        return ray_backend.run(run, on_done)
-    return runner.run(run.matrix, on_done)
+        open_executor = ray_backend.executor(run)
+    else:
+        open_executor = threads(run.services)
+    return run_batch(run.spec, run.store, open_executor, retry_errors=run.config.retry_errors,
+                     on_done=on_done)

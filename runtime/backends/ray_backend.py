@@ -1,22 +1,21 @@
-"""The Ray backend: a run's episodes on Ray workers, on this machine or on a cluster.
+"""The Ray executor: a run's episodes on Ray workers, on this machine or on a cluster.
 
-Design:
+It only runs episodes; the batch loop (``runtime.batch``) decides what runs, when the run stops
+and writes every result, as it does for threads. Design:
 
-* **Workers build their own parts, once.** An episode matrix holds things that cannot travel
-  (environment adapters, the model layer with its SQLite cache, the planner factory), so each
-  worker is a Ray actor that receives a :class:`Recipe` (the run's validated ``RunConfig`` plus
-  the matrix's plain fields, e.g. the task ids the driver already chose) and rebuilds the
-  environment, the model layer and the planner in its ``__init__``. Per-process caches (τ²'s
-  parsed DBs and tool objects) are therefore built once per worker, not per episode. A worker
-  runs up to ``ceil(concurrency / workers)`` episodes at once in its own threads.
-* **One writer.** Workers never touch the run folder. An episode comes back to the driver as
-  its record plus the shared artifacts (opening request, ``p0``, judge of ``p0``) its worker
-  made; the driver writes the artifacts, then appends the record through the same ``RunStore``
-  the threads backend uses — atomic, resumable, duplicate-free in the same way.
+* **Workers build their own services, once.** Environment adapters, the model layer with its
+  SQLite cache and the planner cannot travel, so each worker is a Ray actor that receives the
+  run's ``RunSpec`` as plain data (dumped whole, validated back: every setting arrives, with no
+  list of names to keep in step) and builds its services in ``__init__``. Per-process caches
+  (τ²'s parsed DBs and tool objects) are therefore built once per worker, not per episode. A
+  worker runs up to ``ceil(concurrency / workers)`` episodes at once in its own threads.
+* **Workers write nothing.** An episode comes back as its record, the shared artifacts it made
+  and whether its worker's model layer stopped the run (rejected credentials, a dead endpoint);
+  the driver's batch loop handles them exactly as it handles a thread's.
 * **Shared artifacts stay shared.** Every episode of one (domain, task, trial) goes to the same
   worker (the least-loaded one when the group first appears), whose in-memory artifact memo makes
-  ``p0`` once for all modes, as the run folder does for threads. The driver seeds the memo with
-  that group's artifacts already on disk, so a resumed run reuses them.
+  ``p0`` once for all modes. The batch loop seeds it with that group's artifacts already on disk,
+  so a resumed run reuses them.
 * **Response cache across machines:** served by the driver. One cache actor, pinned to the
   driver's node, owns the SQLite file; workers anywhere ask it (``get``/``put``). Keys are the
   whole request, as before, so a worker on another machine reads and fills the same cache.
@@ -33,14 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import math
 import os
-import threading
-from collections import defaultdict, deque
+from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -49,9 +45,11 @@ try:
 except ImportError:  # pragma: no cover - checked in ensure_ray with a one-line message
     ray = None
 
+from runtime.batch import Abort, Outcome
 from runtime.config import RunConfig, UsageError
-from runtime.records import EpisodeKey, EpisodeRecord, StageError
-from runtime.store import artifact_relpath, write_json_atomic
+from runtime.episode.artifacts import Artifact, ArtifactMemo
+from runtime.episode.spec import RunSpec
+from runtime.records import EpisodeKey, EpisodeRecord
 
 if TYPE_CHECKING:
     from runtime.build import Run
@@ -61,11 +59,6 @@ OBJECT_STORE_BYTES = 200 * 1024**2
 """Episodes move only small records: keep the local object store's shared memory small."""
 
 Group = tuple[Any, Any, Any]
-
-
-def group_of(key: dict[str, Any]) -> Group:
-    """The (domain, task, trial) an artifact or episode belongs to: the unit a worker owns."""
-    return key.get("domain"), key.get("task_id"), key.get("trial")
 
 
 # ---- the Ray instance -----------------------------------------------------------------------------
@@ -142,83 +135,19 @@ def _driver_node() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Recipe:
-    """Everything a worker needs to rebuild the run's episode matrix; all of it picklable."""
+    """Everything a worker needs to build its services; all of it plain data or picklable."""
 
-    config: RunConfig
-    matrix_fields: dict[str, Any]
+    spec: dict[str, Any]
+    """``RunSpec.model_dump(mode="json")``: the whole spec, validated back in the worker."""
     log_dir: str
     setup: list[Callable[[], None]] = field(default_factory=list)
 
 
-def recipe(run: "Run") -> Recipe:
+def recipe(spec: RunSpec, out: Path) -> Recipe:
     from runtime.backends import WORKER_SETUP
 
-    m = run.matrix
-    plain = {name: getattr(m, name) for name in (
-        "run_id", "domain", "task_ids", "modes", "trials", "seed", "planner_name", "max_steps",
-        "concurrency", "retry_errors", "strategies", "judge")}
-    return Recipe(config=run.config, matrix_fields=plain, log_dir=str(run.out / "containers"),
+    return Recipe(spec=spec.model_dump(mode="json"), log_dir=str(out / "containers"),
                   setup=list(WORKER_SETUP))
-
-
-class ArtifactMemo:
-    """A worker's stand-in for the run folder's shared artifacts: ``get_or_create`` as in
-    ``RunStore``, in memory; what it makes goes back to the driver with the episode's record."""
-
-    def __init__(self) -> None:
-        self._data: dict[str, dict[str, Any]] = {}
-        self._made: set[str] = set()
-        self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
-        self._guard = threading.Lock()
-
-    def seed(self, artifacts: dict[str, dict[str, Any]]) -> None:
-        with self._guard:
-            for rel, data in artifacts.items():
-                self._data.setdefault(rel, data)
-
-    def get_or_create(self, kind: str, key: dict[str, Any], make: Callable[[], Any]) -> tuple[Any, bool]:
-        rel = artifact_relpath(kind, key)
-        with self._guard:
-            lock = self._locks[rel]
-        with lock:
-            if rel in self._data:
-                return json.loads(json.dumps(self._data[rel]["value"])), False
-            # Stored as the run folder would store it (JSON), so reuse reads back the same value.
-            data = json.loads(json.dumps({"kind": kind, "key": key, "value": make()}, default=str))
-            with self._guard:
-                self._data[rel] = data
-                self._made.add(rel)
-            return data["value"], True
-
-    def made_for(self, group: Group) -> dict[str, dict[str, Any]]:
-        with self._guard:
-            return {rel: self._data[rel] for rel in self._made if group_of(self._data[rel]["key"]) == group}
-
-
-def build_worker_matrix(spec: Recipe, cache: Any, limiter: Any) -> tuple[Any, ArtifactMemo]:
-    """The worker's own episode matrix, built from the recipe (never writing the run folder)."""
-    from envs import get_environment
-    from runtime.build import model_specs, planner_factory, quiet_loguru, register_providers
-    from runtime.llm.layer import ModelLayer
-    from runtime.runner import EpisodeMatrix
-
-    for hook in spec.setup:
-        hook()
-    quiet_loguru()
-    config = spec.config
-    specs, _ = model_specs(config)
-    register_providers(specs)
-    env = get_environment(config.env, sandbox=config.sandbox)
-    if Path(spec.log_dir).parent.is_dir():  # same machine (or a shared folder) as the driver
-        from runtime.scrub import scrub
-
-        env.capture_logs(Path(spec.log_dir), scrub=scrub)
-    layer = ModelLayer(specs, cache=cache)
-    layer.limiter = limiter
-    memo = ArtifactMemo()
-    matrix = EpisodeMatrix(env=env, layer=layer, store=memo, make_planner=planner_factory(config.planner),
-                           **spec.matrix_fields)
-    return matrix, memo
 
 
 class RemoteCache:
@@ -303,84 +232,60 @@ class LimiterService:
 
 
 class EpisodeWorker:
-    """One worker process: its own environment, model layer and planner; episodes in threads."""
+    """One worker process: its own services and artifact memo; episodes in threads."""
 
-    def __init__(self, spec: Recipe, cache: Any, limiter: Any, holder: str):
-        self.matrix, self.memo = build_worker_matrix(
-            spec, RemoteCache(cache) if cache is not None else None,
-            RemoteLimiter(limiter, holder) if limiter is not None else None)
+    def __init__(self, recipe: Recipe, cache: Any, limiter: Any, holder: str):
+        from runtime.episode.services import open_services
+        from runtime.logs import quiet_loguru
+
+        for hook in recipe.setup:
+            hook()
+        quiet_loguru()
+        self.spec = RunSpec.model_validate(recipe.spec)
+        log_dir = Path(recipe.log_dir)
+        self.services = open_services(
+            self.spec, cache=RemoteCache(cache) if cache is not None else None,
+            limiter=RemoteLimiter(limiter, holder) if limiter is not None else None,
+            # same machine (or a shared folder) as the driver: keep the env servers' logs there
+            log_dir=log_dir if log_dir.parent.is_dir() else None)
+        self.memo = ArtifactMemo()
 
     def ready(self) -> int:
         return os.getpid()
 
-    def run(self, key: EpisodeKey, seeded: dict[str, dict[str, Any]]) -> tuple[EpisodeRecord, dict[str, dict]]:
-        from runtime.runner import run_episode
+    def run(self, key: EpisodeKey, seeded: list[Artifact]) -> tuple[EpisodeRecord, list[Artifact], Abort | None]:
+        from runtime.episode.engine import run_episode
 
         self.memo.seed(seeded)
-        record = run_episode(self.matrix, key)
-        return record, self.memo.made_for((key.domain, key.task_id, key.trial))
+        record, made = run_episode(self.spec, self.services, key, self.memo)
+        return record, made, Abort.of(self.services.layer.aborted)
+
+    def abort(self, reason: str, credentials: bool) -> None:
+        self.services.layer.abort(reason, credentials)
 
     def close(self) -> None:
-        self.matrix.env.close()
+        self.services.env.close()
 
 
 # ---- the driver ---------------------------------------------------------------------------------
 
-class ArtifactIndex:
-    """The run folder's shared artifacts by group, read once; the driver adds what comes back."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.by_group: dict[Group, dict[str, dict[str, Any]]] = defaultdict(dict)
-        for path in sorted((root / "artifacts").glob("*/*.json")):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            self.by_group[group_of(data.get("key", {}))][str(path.relative_to(root))] = data
-
-    def write_new(self, group: Group, artifacts: dict[str, dict[str, Any]]) -> None:
-        known = self.by_group[group]
-        for rel, data in artifacts.items():
-            if rel not in known:
-                write_json_atomic(self.root / rel, data)
-                known[rel] = data
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _lost(run: "Run", key: EpisodeKey, exc: BaseException) -> EpisodeRecord:
-    from runtime.runner import trial_seed
-
-    now = _now()
-    return EpisodeRecord(run_id=run.matrix.run_id, key=key, record_id=key.id(), status="error",
-                         seed=trial_seed(run.matrix.seed, key.trial),
-                         error=StageError(stage="worker", type=type(exc).__name__,
-                                          message=" ".join(str(exc).split())[:2000]),
-                         started_at=now, finished_at=now)
-
-
 class Pool:
-    """The run's workers, the cache and limiter actors, and which worker owns which group."""
+    """The run's workers, the cache and limiter actors."""
 
-    def __init__(self, run: "Run", workers: int):
-        config = run.config
-        self.run = run
-        self.spec = recipe(run)
+    def __init__(self, recipe: Recipe, workers: int, concurrency: int, cache_path: str | None,
+                 model_concurrency: int | None):
+        self.spec = recipe
         self.n = workers
-        self.slots = max(1, math.ceil(run.matrix.concurrency / workers))
+        self.slots = max(1, math.ceil(concurrency / workers))
         pinned = _driver_node()
         self.cache = None
-        if run.matrix.layer.cache is not None:
-            path = getattr(run.matrix.layer.cache, "path", None)
+        if cache_path is not None:
             self.cache = ray.remote(CacheService).options(num_cpus=0, max_concurrency=32, **pinned) \
-                .remote(str(path))
+                .remote(cache_path)
         self.limiter = None
-        if config.model_concurrency:
+        if model_concurrency:
             self.limiter = ray.remote(LimiterService).options(num_cpus=0, max_concurrency=10_000, **pinned) \
-                .remote(config.model_concurrency)
+                .remote(model_concurrency)
         cpus = float(ray.cluster_resources().get("CPU", workers))
         self.cpus_each = min(1.0, cpus / workers)
         self.generation = [0] * workers
@@ -389,9 +294,9 @@ class Pool:
 
     def _start(self, i: int) -> Any:
         holder = f"{i}.{self.generation[i]}"
-        return ray.remote(EpisodeWorker).options(num_cpus=self.cpus_each, max_concurrency=self.slots + 1) \
+        # two more than the episode slots: ``abort`` and ``close`` must get through while it is full
+        return ray.remote(EpisodeWorker).options(num_cpus=self.cpus_each, max_concurrency=self.slots + 2) \
             .remote(self.spec, self.cache, self.limiter, holder)
-
     def replace(self, i: int) -> None:
         """A worker died: its limiter slots go back, a fresh worker takes its place."""
         if self.limiter is not None:
@@ -414,60 +319,63 @@ def workers_for(config: RunConfig) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", os.cpu_count() or 1)))
 
 
-def run(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
-    """Run every pending episode of ``run`` on Ray workers; the driver writes every result."""
-    from runtime.runner import pending
+class RayExecutor:
+    """Episodes to workers, by (domain, task, trial) so a group's modes share one memo."""
 
-    config, matrix = run.config, run.matrix
-    todo = pending(matrix)
-    if not todo:
-        return []
-    ensure_ray(config.ray_address, config.ray_workers)
-    pool = Pool(run, min(workers_for(config), len(todo)))
-    index = ArtifactIndex(matrix.store.root)
-    owner: dict[Group, int] = {}
-    load = [0] * pool.n
-    in_flight: dict[Any, tuple[EpisodeKey, int, int]] = {}
-    queue = deque(todo)
-    written: list[EpisodeRecord] = []
-    window = 4 * matrix.concurrency
-    finished = False
-    try:
-        while queue or in_flight:
-            held: list[EpisodeKey] = []
-            scanned = 0
-            while queue and len(in_flight) < matrix.concurrency and scanned < window:
-                key = queue.popleft()
-                scanned += 1
-                group = (key.domain, key.task_id, key.trial)
-                w = owner.setdefault(group, min(range(pool.n), key=load.__getitem__))
-                if load[w] >= pool.slots:
-                    held.append(key)
-                    continue
-                ref = pool.actors[w].run.remote(key, index.by_group.get(group, {}))
-                in_flight[ref] = (key, w, pool.generation[w])
-                load[w] += 1
-            queue.extendleft(reversed(held))
-            done, _ = ray.wait(list(in_flight), num_returns=1)
-            for ref in done:
-                key, w, generation = in_flight.pop(ref)
-                load[w] -= 1
-                try:
-                    record, artifacts = ray.get(ref)
-                    index.write_new((key.domain, key.task_id, key.trial), artifacts)
-                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
-                    # The worker died mid-episode: recorded as an error (--retry-errors reruns it);
-                    # the first of its lost episodes replaces it.
-                    record = _lost(run, key, exc)
-                    if pool.generation[w] == generation:
-                        pool.replace(w)
-                matrix.store.append(record)
-                written.append(record)
-                on_done(record)
-        finished = True
-    finally:
+    def __init__(self, pool: Pool):
+        self.pool = pool
+        self.owner: dict[Group, int] = {}
+        self.load = [0] * pool.n
+        self.in_flight: dict[Any, tuple[EpisodeKey, int, int]] = {}
+
+    def submit(self, key: EpisodeKey, artifacts: list[Artifact]) -> bool:
+        pool = self.pool
+        group = (key.domain, key.task_id, key.trial)
+        w = self.owner.setdefault(group, min(range(pool.n), key=self.load.__getitem__))
+        if self.load[w] >= pool.slots:
+            return False
+        ref = pool.actors[w].run.remote(key, artifacts)
+        self.in_flight[ref] = (key, w, pool.generation[w])
+        self.load[w] += 1
+        return True
+
+    def wait(self) -> list[Outcome]:
+        done, _ = ray.wait(list(self.in_flight), num_returns=1)
+        outcomes = []
+        for ref in done:
+            key, w, generation = self.in_flight.pop(ref)
+            self.load[w] -= 1
+            try:
+                record, made, aborted = ray.get(ref)
+                outcomes.append(Outcome(key=key, record=record, artifacts=made, aborted=aborted))
+            except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+                # The worker died mid-episode: the batch loop records it as an error; the first
+                # of its lost episodes replaces it.
+                outcomes.append(Outcome(key=key, record=None, lost=(type(exc).__name__, str(exc))))
+                if self.pool.generation[w] == generation:
+                    self.pool.replace(w)
+        return outcomes
+
+    def abort(self, cause: Abort) -> None:
+        for actor in self.pool.actors:
+            actor.abort.remote(cause.reason, cause.credentials)
+
+    def close(self, finished: bool) -> None:
         # At the end, time for every worker to remove its containers and save their logs; on
-        # Ctrl-C or an error, a short wait and then the workers are ended regardless.
-        pool.close(timeout_s=120.0 if finished else 10.0)
-    return written
+        # Ctrl-C, an error or a stop, a short wait and then the workers are ended regardless.
+        self.pool.close(timeout_s=120.0 if finished else 10.0)
 
+
+def executor(run: "Run") -> Callable[[RunSpec, int], RayExecutor]:
+    """``open_executor`` for the batch loop: Ray workers for ``run``'s pending episodes."""
+    config = run.config
+    cache = run.services.layer.cache
+    cache_path = str(cache.path) if cache is not None and getattr(cache, "path", None) else None
+
+    def open_executor(spec: RunSpec, pending: int) -> RayExecutor:
+        ensure_ray(config.ray_address, config.ray_workers)
+        pool = Pool(recipe(spec, run.out), min(workers_for(config), pending), spec.concurrency,
+                    cache_path, config.model_concurrency)
+        return RayExecutor(pool)
+
+    return open_executor

@@ -5,10 +5,11 @@
     refine      prepare → plan → [judge_p0] → critique → revise → [judge_p1] → execute → score
 
 ``prepare`` fixes the opening request once per (task, user model, trial) and ``plan`` makes p0
-once per (task, tested model, planner, trial): both are stored artifacts, so Plan-first and
-Refine execute from the same opening and revise the same p0. Only ``critique`` (for the
-strategies that see it) and the optional plan judge touch the ``Supervision``; the planner,
-reviser and executor nodes are handed the ``TaskView`` alone.
+once per (task, tested model, planner, trial): both are shared artifacts (``artifacts``), so
+Plan-first and Refine execute from the same opening and revise the same p0. A node never writes
+the run folder: what it made goes into the state's ``made``, and comes back with the record.
+Only ``critique`` (for the strategies that see it) and the optional plan judge touch the
+``Supervision``; the planner, reviser and executor nodes are handed the ``TaskView`` alone.
 A node that fails puts a ``StageError`` in the state and the graph ends there. The graph is
 compiled once per process; an episode's own settings travel as LangGraph's runtime context.
 """
@@ -33,12 +34,12 @@ from envs.base import Environment, Score, Supervision, TaskView, Trajectory
 from planners.base import Planner
 from evrcore.chat import ChatModel
 from evrcore.plan import Plan
-from runtime.executor import Executor
+from runtime.episode.artifacts import Artifact, ArtifactMemo
+from runtime.episode.executor import Executor
+from runtime.episode.simulated_user import SimulatedUser
 from runtime.failures import error_kind
 from runtime.llm.layer import Meter, ModelLayer
 from runtime.records import EpisodeKey, StageError
-from runtime.simulated_user import SimulatedUser
-from runtime.store import RunStore
 
 PlannerFactory = Callable[[ChatModel], Planner]
 
@@ -59,6 +60,7 @@ class EpisodeState(TypedDict, total=False):
     score: Score
     error: StageError
     reused: Annotated[list[str], operator.add]
+    made: Annotated[list[Artifact], operator.add]
     timings: Annotated[dict[str, float], _merge]
 
 
@@ -70,7 +72,7 @@ class EpisodeContext:
     seed: int
     env: Environment
     layer: ModelLayer
-    store: RunStore
+    artifacts: ArtifactMemo
     planner_name: str
     make_planner: PlannerFactory
     meter: Meter
@@ -104,23 +106,26 @@ def _node(stage: str, fn: Callable[[EpisodeState, EpisodeContext], dict[str, Any
     return run
 
 
+def shared(ctx: EpisodeContext, kind: str, key: dict[str, Any], make: Callable[[], Any],
+           note_reuse: bool = True) -> tuple[Any, dict[str, Any]]:
+    """A shared artifact's value, and the state update that says whether this episode made it
+    (``made``, for the batch layer to store) or reused it."""
+    value, made = ctx.artifacts.get_or_create(kind, key, make)
+    if made is not None:
+        return value, {"made": [made]}
+    return value, ({"reused": [kind]} if note_reuse else {})
+
+
 def prepare(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key = ctx.key
     view, supervision = ctx.env.load(key.domain, key.task_id)
     user = SimulatedUser(ctx.client("user_model", "user"))
     opening_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id,
                    "user_model": ctx.layer.specs["user_model"].model, "trial": key.trial}
-    opening, created = ctx.store.get_or_create(
-        "opening", opening_key,
-        lambda: ctx.env.opening_request(key.domain, key.task_id, user, ctx.seed),
-    )
-    update: dict[str, Any] = {
-        "view": view.model_copy(update={"opening_request": opening}),
-        "supervision": supervision,
-    }
-    if not created:
-        update["reused"] = ["opening"]
-    return update
+    opening, update = shared(ctx, "opening", opening_key,
+                             lambda: ctx.env.opening_request(key.domain, key.task_id, user, ctx.seed))
+    return {**update, "view": view.model_copy(update={"opening_request": opening}),
+            "supervision": supervision}
 
 
 def plan(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
@@ -129,11 +134,8 @@ def plan(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     p0_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "model": key.model,
               "planner": ctx.planner_name, "trial": key.trial,
               "opening": hashlib.sha256((view.opening_request or "").encode()).hexdigest()}
-    data, created = ctx.store.get_or_create("p0", p0_key, lambda: planner.plan(view).model_dump())
-    update: dict[str, Any] = {"p0": Plan.model_validate(data)}
-    if not created:
-        update["reused"] = ["p0"]
-    return update
+    data, update = shared(ctx, "p0", p0_key, lambda: planner.plan(view).model_dump())
+    return {**update, "p0": Plan.model_validate(data)}
 
 
 def judge_p0(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
@@ -142,11 +144,10 @@ def judge_p0(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     judge_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "trial": key.trial,
                  "judge_model": ctx.layer.specs["judge_model"].model,
                  "p0": hashlib.sha256(p0.model_dump_json().encode()).hexdigest()}
-    data, _ = ctx.store.get_or_create(
-        "judge_p0", judge_key,
-        lambda: judge.judge(state["view"], state["supervision"], p0).model_dump(),
-    )
-    return {"judge_p0": JudgeResult.model_validate(data)}
+    data, update = shared(ctx, "judge_p0", judge_key,
+                          lambda: judge.judge(state["view"], state["supervision"], p0).model_dump(),
+                          note_reuse=False)
+    return {**update, "judge_p0": JudgeResult.model_validate(data)}
 
 
 def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:

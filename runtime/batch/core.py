@@ -1,0 +1,160 @@
+"""The batch loop: pending episodes to an executor, its outcomes to the run folder.
+
+Resumable: episodes whose record already exists are skipped. An episode that fails is recorded
+as an error with its stage; the run goes on. A failure every episode would repeat (credentials
+rejected, an endpoint that stays down) stops the run instead: no episode that ends after it is
+recorded (any of them may have been broken by it, even one the environment ended normally), so
+the same command resumes them once the cause is fixed. Whatever runs the episodes, this is the
+only code that decides any of that, so threads and Ray workers cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from runtime.episode.artifacts import Artifact, group_of, identity
+from runtime.episode.engine import lost_record
+from runtime.episode.spec import RunSpec
+from runtime.llm.layer import RunAborted
+from runtime.records import EpisodeKey, EpisodeRecord
+from runtime.store import RunStore, write_json_atomic
+
+Group = tuple[Any, Any, Any]
+
+
+class RunStopped(RuntimeError):
+    """The run stopped early because of ``cause``; finished records are saved."""
+
+    def __init__(self, cause: RunAborted):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class Abort:
+    """Why the model layer of the process that ran an episode refuses further calls (plain data:
+    an exception's extra fields do not survive pickling)."""
+
+    reason: str
+    credentials: bool = False
+
+    @classmethod
+    def of(cls, aborted: RunAborted | None) -> "Abort | None":
+        return None if aborted is None else cls(str(aborted), aborted.credentials)
+
+
+@dataclass
+class Outcome:
+    """One finished episode as an executor hands it back."""
+
+    key: EpisodeKey
+    record: EpisodeRecord | None
+    artifacts: list[Artifact] = field(default_factory=list)
+    aborted: Abort | None = None
+    """Set when the run must stop: the record is then not kept."""
+    lost: tuple[str, str] | None = None
+    """(error type, message) when the process running the episode died; ``record`` is None."""
+
+
+class Executor(Protocol):
+    """Runs ``(RunSpec, key) -> (record, artifacts)``; holds no policy of its own."""
+
+    def submit(self, key: EpisodeKey, artifacts: list[Artifact]) -> bool:
+        """Start ``key`` with the artifacts its group already has; False: not now (full)."""
+
+    def wait(self) -> list[Outcome]:
+        """Block until at least one episode finished; return every finished one."""
+
+    def abort(self, cause: Abort) -> None:
+        """Make the in-flight episodes fail fast (the run is stopping)."""
+
+    def close(self, finished: bool) -> None:
+        """Release everything; ``finished`` False: stopping early, do not wait long."""
+
+
+def pending(spec: RunSpec, store: RunStore, retry_errors: bool = False) -> tuple[list[EpisodeKey], RunSpec]:
+    """Episodes without a record (and, with ``retry_errors``, those recorded as errors), and the
+    spec to run them with: the retried ones' model calls bypass the response cache."""
+    done = {record.record_id: record.status for record in store.records()}
+    keys = spec.keys()
+    retried = {k.id() for k in keys if retry_errors and done.get(k.id()) == "error"}
+    todo = [k for k in keys if k.id() not in done or k.id() in retried]
+    return todo, spec.model_copy(update={"refresh": spec.refresh | retried})
+
+
+class ArtifactIndex:
+    """The run folder's shared artifacts by (domain, task, trial), read once; new ones written."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.by_group: dict[Group, dict[str, Artifact]] = defaultdict(dict)
+        for path in sorted((self.root / "artifacts").glob("*/*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                self.by_group[group_of(data["key"])][identity(data["kind"], data["key"])] = data
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+
+    def of(self, key: EpisodeKey) -> list[Artifact]:
+        return list(self.by_group.get((key.domain, key.task_id, key.trial), {}).values())
+
+    def write_new(self, store: RunStore, artifacts: list[Artifact]) -> None:
+        for data in artifacts:
+            known = self.by_group[group_of(data["key"])]
+            name = identity(data["kind"], data["key"])
+            if name not in known:
+                path = store.artifact_path(data["kind"], data["key"])
+                if not path.exists():
+                    write_json_atomic(path, data)
+                known[name] = data
+
+
+def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, int], Executor], *,
+              retry_errors: bool = False,
+              on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
+    """Run every pending episode of ``spec`` on the executor ``open_executor(spec, pending)``
+    makes; returns the records written by this call. Raises ``RunStopped`` on an abort."""
+    todo, spec = pending(spec, store, retry_errors)
+    if not todo:
+        return []
+    index = ArtifactIndex(store.root)
+    executor = open_executor(spec, len(todo))
+    queue = deque(todo)
+    in_flight = 0
+    written: list[EpisodeRecord] = []
+    window = 4 * spec.concurrency
+    finished = False
+    try:
+        while queue or in_flight:
+            held: list[EpisodeKey] = []
+            scanned = 0
+            while queue and in_flight < spec.concurrency and scanned < window:
+                key = queue.popleft()
+                scanned += 1
+                if executor.submit(key, index.of(key)):
+                    in_flight += 1
+                else:
+                    held.append(key)
+            queue.extendleft(reversed(held))
+            outcomes = executor.wait()
+            in_flight -= len(outcomes)
+            stop = next((o.aborted for o in outcomes if o.aborted), None)
+            for outcome in outcomes:
+                index.write_new(store, outcome.artifacts)  # made before the stop: still good
+                if stop:
+                    continue  # may have been broken by the fatal failure: left to resume
+                record = outcome.record or lost_record(spec, outcome.key, *outcome.lost)
+                store.append(record)
+                written.append(record)
+                on_done(record)
+            if stop:
+                executor.abort(stop)
+                raise RunStopped(RunAborted(stop.reason, stop.credentials))
+        finished = True
+    finally:
+        executor.close(finished)
+    return written

@@ -1,0 +1,92 @@
+"""One episode: its graph run on the run's services, ending in a record and what it made.
+
+``run_episode`` is the unit every executor runs — a thread of this process or a Ray worker —
+so each of them runs the same experiment; it writes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from critique.provenance import record_audit
+from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
+from runtime.episode.artifacts import Artifact, ArtifactMemo
+from runtime.episode.graph import EpisodeContext, EpisodeState, episode_graph
+from runtime.episode.services import Services
+from runtime.episode.spec import RunSpec, trial_seed
+from runtime.failures import error_kind
+from runtime.llm.layer import Meter
+from runtime.records import EpisodeKey, EpisodeRecord, StageError
+
+
+def run_episode(spec: RunSpec, services: Services, key: EpisodeKey,
+                artifacts: ArtifactMemo) -> tuple[EpisodeRecord, list[Artifact]]:
+    """The episode ``key`` of ``spec``: its record, and the shared artifacts it made."""
+    started = now()
+    meter = Meter()
+    seed = trial_seed(spec.seed, key.trial)
+    ctx = EpisodeContext(key=key, seed=seed, env=services.env, layer=services.layer,
+                         artifacts=artifacts, planner_name=spec.planner,
+                         make_planner=services.make_planner, meter=meter, max_steps=spec.max_steps,
+                         strategy=STRATEGIES[key.strategy or DEFAULT_STRATEGY],
+                         judge=spec.judge and key.mode != "direct", auditor=spec.auditor,
+                         refresh_cache=key.id() in spec.refresh)
+    try:
+        state: EpisodeState = episode_graph().invoke({}, {"recursion_limit": 50}, context=ctx)
+    except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised
+        state = {"error": StageError(stage="graph", type=type(exc).__name__, message=str(exc)[:2000],
+                                     kind=error_kind(exc))}
+    return record_of(spec, key, seed, state, meter, started), list(state.get("made", []))
+
+
+def record_of(spec: RunSpec, key: EpisodeKey, seed: int, state: EpisodeState, meter: Meter,
+              started: str) -> EpisodeRecord:
+    view = state.get("view")
+    critic = state.get("critic")
+    trajectory = state.get("trajectory")
+    score = state.get("score")
+    error = state.get("error")
+    return EpisodeRecord(
+        run_id=spec.run_id,
+        key=key,
+        record_id=key.id(),
+        status="error" if error else "ok",
+        seed=seed,
+        opening_request=view.opening_request if view else None,
+        p0=state["p0"].model_dump() if "p0" in state else None,
+        critique=critic.critique.model_dump() if critic else None,
+        guard={**critic.guard.model_dump(), "critic_attempts": critic.attempts} if critic else None,
+        provenance=record_audit(view, state.get("supervision"), trajectory),
+        p1=state["p1"].model_dump() if "p1" in state else None,
+        judge_p0=state["judge_p0"].model_dump() if "judge_p0" in state else None,
+        judge_p1=state["judge_p1"].model_dump() if "judge_p1" in state else None,
+        score=score.value if score else None,
+        score_name=score.name if score else None,
+        breakdown=score.breakdown if score else {},
+        termination=trajectory.termination if trajectory else None,
+        turns=trajectory.turns if trajectory else None,
+        messages=trajectory.messages if trajectory else [],
+        score_info=score.info if score else {},
+        usage=meter.as_dict(),
+        malformed=meter.malformed,
+        flags=sorted({kind for counts in meter.malformed.values() for kind in counts}),
+        timings_s=state.get("timings", {}),
+        reused=state.get("reused", []),
+        error=error,
+        started_at=started,
+        finished_at=now(),
+    )
+
+
+def lost_record(spec: RunSpec, key: EpisodeKey, error_type: str, message: str) -> EpisodeRecord:
+    """The record of an episode whose process died under it (``--retry-errors`` reruns it)."""
+    stamp = now()
+    return EpisodeRecord(run_id=spec.run_id, key=key, record_id=key.id(), status="error",
+                         seed=trial_seed(spec.seed, key.trial),
+                         error=StageError(stage="worker", type=error_type,
+                                          message=" ".join(message.split())[:2000]),
+                         started_at=stamp, finished_at=stamp)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,77 @@
+"""A run's episode settings as plain data: what every executor (a thread here, a Ray worker on
+another machine) needs to run the same experiment.
+
+``RunSpec`` is a pydantic model, so it travels whole (``model_dump`` → ``model_validate``) and a
+field added here reaches every process without a list of names to keep in step.
+"""
+
+from __future__ import annotations
+
+import random
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.llm.layer import ModelSpec
+from runtime.records import EpisodeKey, Mode
+
+MAX_EPISODES = 1_000_000
+"""More episodes than any benchmark has; a typo (``--trials 1000000000``) stops here."""
+
+
+def check_size(tasks: int, trials: int, modes: list[str], strategies: int) -> None:
+    """Refuse a matrix too large to be meant, before anything is allocated for it."""
+    per_task = trials * sum(strategies if m == "refine" else 1 for m in modes)
+    if tasks * per_task > MAX_EPISODES:
+        raise ValueError(f"{tasks} tasks × {per_task} episodes each is more than "
+                         f"{MAX_EPISODES:,} episodes; lower --trials or --tasks")
+
+
+def trial_seed(seed: int, trial: int) -> int:
+    """A per-trial seed derived from the run seed; sent with every request of the trial."""
+    return random.Random(f"{seed}:{trial}").randrange(2**31)
+
+
+class RunSpec(BaseModel):
+    """Every episode of a run — task × trial × mode (× strategy) — and the settings they share."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    env: str
+    sandbox: str = "inproc"
+    domain: str
+    task_ids: list[str]
+    modes: list[Mode]
+    trials: int = 1
+    seed: int = 0
+    models: dict[str, ModelSpec]
+    """The model of each role (``runtime.llm.layer.ROLES``)."""
+    planner: str = "llm"
+    """The planner's name or ``package.module:Class`` (``planners.registry``)."""
+    strategies: list[str] = Field(default_factory=lambda: ["anti-leak"])
+    """Critique strategies by name (``critique.strategies``); refine runs once per strategy."""
+    max_steps: int = 100
+    concurrency: int = 4
+    judge: bool = True
+    auditor: bool = True
+    refresh: frozenset[str] = frozenset()
+    """Record ids re-run because they errored: their model calls bypass the response cache."""
+
+    def model_post_init(self, _context: object) -> None:
+        check_size(len(self.task_ids), self.trials, list(self.modes), len(self.strategies))
+
+    @property
+    def tested_model(self) -> str:
+        return self.models["model"].model
+
+    def keys(self) -> list[EpisodeKey]:
+        """Task-major order, modes last: an episode's shared p0 is made by the first mode that
+        needs it and the rest of that task's modes follow right behind."""
+        return [
+            EpisodeKey(env=self.env, domain=self.domain, task_id=t, mode=m, model=self.tested_model,
+                       trial=k, strategy=s)
+            for t in self.task_ids
+            for k in range(self.trials)
+            for m in self.modes
+            for s in (self.strategies if m == "refine" else [""])
+        ]
