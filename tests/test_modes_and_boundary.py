@@ -208,8 +208,10 @@ def test_disguised_and_hidden_leaks_never_reach_planner_reviser_or_executor(vali
         checked += 1
         guard = guards[task_id]
         # the view itself lists the offered tools (in an order that may match the reference's),
-        # so whole requests are checked for values; the critique they carry for sequences too
-        values = [f for f in guard.scan(sent) if f.kind != "sequence"]
+        # so whole requests are checked for values; the critique they carry for sequences too.
+        # A whole request also holds the prompt's own words (``tool_chain``), which are no
+        # critique's to use ('unseen'): only supervision content counts here.
+        values = [f for f in guard.scan(sent) if f.kind not in ("sequence", "unseen")]
         assert values == [], (purpose, task_id, values)
         if purpose == "reviser":
             critique = sent.split("<critique>", 1)[1].split("</critique>", 1)[0]
