@@ -35,7 +35,7 @@ from wordfreq import zipf_frequency
 from critique import leak_forms as forms
 from critique import values as vs
 from critique.number_words import any_word_value
-from envs.base import Supervision, TaskView
+from envs.base import Supervision, TaskView, scalar_values
 from evrcore.plan import Plan
 
 REDACTED = "[redacted]"
@@ -104,7 +104,7 @@ def _secret_readings(supervision: Supervision) -> dict[tuple[str, object], str]:
     out: dict[tuple[str, object], str] = {}
     values: list[str] = []
     for action in supervision.reference_actions:
-        values += [v for v in _scalars(action.arguments)]
+        values += list(scalar_values(action.arguments))
     for text in [*supervision.expected_outcomes, supervision.hidden_user_instructions]:
         values += re.findall(r"[^\s,;:()\[\]\"']*\d[^\s,;:()\[\]\"']*", text)
     for value in values:
@@ -114,21 +114,6 @@ def _secret_readings(supervision: Supervision) -> dict[tuple[str, object], str]:
         for r in whole or tv.readings:
             out.setdefault((r.kind, r.key), value)
     return out
-
-
-def _scalars(obj):
-    if isinstance(obj, dict):
-        for v in obj.values():
-            yield from _scalars(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _scalars(v)
-    elif isinstance(obj, bool) or obj is None:
-        return
-    elif isinstance(obj, (int, float)):
-        yield str(int(obj)) if float(obj).is_integer() else repr(float(obj))
-    else:
-        yield str(obj)
 
 
 class LeakGuard:
@@ -174,7 +159,7 @@ class LeakGuard:
         out: set[str] = set()
         texts: list[tuple[str, bool]] = []
         for action in supervision.reference_actions:
-            texts += [(v, True) for v in _strings(action.arguments)]
+            texts += [(v, True) for v in scalar_values(action.arguments)]
         texts += [(m.group(0), False) for m in re.finditer(r"\b[A-Z][a-z]{2,}\b", supervision.hidden_user_instructions)]
         for text, is_value in texts:
             for w in re.findall(r"[A-Za-z]{3,}", text):
@@ -416,17 +401,6 @@ class LeakGuard:
             for a, b in reversed(spans):
                 text = text[:a] + REDACTED + text[b:]
         return text, removed
-
-
-def _strings(obj):
-    if isinstance(obj, dict):
-        for v in obj.values():
-            yield from _strings(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _strings(v)
-    elif isinstance(obj, str):
-        yield obj
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

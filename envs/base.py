@@ -117,7 +117,7 @@ class Supervision(BaseModel):
         """Every scalar that appears in the reference actions and outcome checks."""
         values: set[str] = set()
         for action in self.reference_actions:
-            values.update(_scalars(action.arguments))
+            values.update(scalar_values(action.arguments))
         for outcome in self.expected_outcomes:
             values.update(_quoted_or_coded(outcome))
         return {_canonical(v) for v in values}
@@ -140,13 +140,15 @@ class Supervision(BaseModel):
         return out
 
 
-def _scalars(obj: Any) -> Iterable[str]:
+def scalar_values(obj: Any) -> Iterable[str]:
+    """Every scalar inside nested arguments, as text (``1270.0`` → ``1270``; booleans and
+    ``None`` name nothing)."""
     if isinstance(obj, dict):
         for v in obj.values():
-            yield from _scalars(v)
+            yield from scalar_values(v)
     elif isinstance(obj, (list, tuple)):
         for v in obj:
-            yield from _scalars(v)
+            yield from scalar_values(v)
     elif isinstance(obj, bool) or obj is None:
         return
     elif isinstance(obj, float) and obj.is_integer():
