@@ -12,7 +12,6 @@ import json
 import re
 from typing import Any
 
-from critique.auditor import LeakAuditor
 from testkit.scripted import text
 
 _STOP = {"should", "would", "could", "their", "there", "which", "about", "after", "before",

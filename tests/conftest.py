@@ -7,6 +7,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import json  # noqa: E402
+from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -35,6 +36,15 @@ def comparable(rows: list[dict]) -> dict[str, dict]:
         text = re.sub(r"call_[0-9a-f]{12}", "call_X", json.dumps(kept, sort_keys=True))
         out[row["record_id"]] = json.loads(text)
     return out
+
+
+def calls_by_purpose(rows: list[dict]) -> Counter:
+    """Model calls per purpose over a run's records: what two backends must agree on."""
+    total: Counter = Counter()
+    for row in rows:
+        for purpose, usage in row["usage"]["by_purpose"].items():
+            total[purpose] += usage["calls"]
+    return total
 
 
 def read_records(run_dir: Path) -> list[dict]:

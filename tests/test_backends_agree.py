@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("ray", reason="the Ray backend tests need Ray: pip install -e '.[ray]'")
 
 from testkit.loopback import EchoServer, FaultProxy, agent_call
-from tests.conftest import comparable, read_records
+from tests.conftest import calls_by_purpose, comparable, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTED = ["--env", "tau2", "--domain", "mock", "--model", "scripted/roles", "--tasks", "2"]
@@ -75,14 +75,6 @@ def run(out: Path, *args: str, backend: str, command: str = "validate") -> int:
     main = ablate.main if command == "ablate" else validate.main
     extra = ["--backend", backend, "--ray-workers", "2"] if backend == "ray" else []
     return main([*args, *extra, "--out", str(out)])
-
-
-def calls_by_purpose(rows: list[dict]) -> Counter:
-    total: Counter = Counter()
-    for row in rows:
-        for purpose, usage in row["usage"]["by_purpose"].items():
-            total[purpose] += usage["calls"]
-    return total
 
 
 def state(out: Path) -> dict:

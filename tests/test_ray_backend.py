@@ -19,7 +19,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ import pytest
 pytest.importorskip("ray", reason="the Ray backend tests need Ray: pip install -e '.[ray]'")
 psutil = pytest.importorskip("psutil", reason="the process checks need psutil")
 
-from tests.conftest import comparable
+from tests.conftest import calls_by_purpose, comparable
 
 ROOT = Path(__file__).resolve().parents[1]
 MOCK = ["--env", "tau2", "--domain", "mock", "--model", "scripted/roles"]
@@ -48,14 +47,6 @@ def local_ray():
         ray_backend.start_local(2)
         yield
         ray_backend.stop_local()
-
-
-def calls_by_purpose(rows: list[dict]) -> Counter:
-    total: Counter = Counter()
-    for row in rows:
-        for purpose, usage in row["usage"]["by_purpose"].items():
-            total[purpose] += usage["calls"]
-    return total
 
 
 def artifacts(run_dir: Path) -> dict[str, dict]:

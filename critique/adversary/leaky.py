@@ -3,7 +3,6 @@ might write, and what it carries — or ``None`` when the task offers nothing of
 
 from __future__ import annotations
 
-import random
 import re
 
 from critique.adversary import encodings, languages
