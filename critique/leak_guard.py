@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -78,10 +79,10 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _HIDDEN_TERM = re.compile(r"[A-Za-z][a-z]{4,}")
 _GENERIC_VERBS = {"get", "list", "find", "search", "check", "fetch", "retrieve", "look", "show",
                   "view", "read", "details", "detail", "info", "information", "all", "by", "the"}
-_COUNT = re.compile(r"\b(?:exactly|only|just|precisely|needs?|takes?|requires?|in)\s+(?P<n>[\w-]+)\s+"
+_COUNT = re.compile(r"\b(?:(?:exactly|only|just|precisely|needs?|takes?|requires?|in|of)\s+)+(?P<n>[\w-]+)\s+"
                     r"(?:\w+\s+)?(?:tool\s+|api\s+|function\s+)?(?:calls?|steps?|actions?|operations?|requests?)\b", re.I)
-_CUE = re.compile(r"(?:end(?:s|ing)?|start(?:s|ing)?|begin(?:s|ning)?|prefix(?:ed)?|suffix)\s+(?:in|with|of|by)?\W*$"
-                  r"|(?:last|first|final|leading|trailing)\s+(?:\w+\s+)?(?:digits?|characters?|letters?)\W*(?:are|is|of)?\W*$", re.I)
+_CUE = re.compile(r"\b(?:end(?:s|ing)?|contain(?:s|ing)?|start(?:s|ing)?|begin(?:s|ning)?|prefix(?:ed)?|suffix)\s+(?:in|with|of|by)?\W*$"
+                  r"|\b(?:last|first|final|leading|trailing)\s+(?:\w+\s+)?(?:digits?|characters?|letters?)\W*(?:are|is|of)?\W*$", re.I)
 _LIST_MARKER = re.compile(r"(?:^|\n)\s*[(\[]?$")
 
 
@@ -131,6 +132,10 @@ class LeakGuard:
         self._public_stems = {stem(w) for w in self.public.words}
         self._secret = _secret_readings(supervision)
         self._hidden_terms = self._distinctive_terms(supervision.hidden_user_instructions)
+        public_grams: set[tuple[str, ...]] = set()
+        for part in (view.policy, view.opening_request or "", plan_text(plan)):
+            public_grams |= _grams(part)
+        self._secret_grams = {g for text in _supervision_texts(supervision) for g in _grams(text)} - public_grams
         self._names = self._supervision_names(supervision)
         names: list[str] = []
         for action in supervision.reference_actions:
@@ -143,6 +148,7 @@ class LeakGuard:
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
         self._p0_steps = steps
+        self._p0_counts = Counter(p0_names)
         self._p0_distinct = len(set(p0_names))
 
     # -- what the supervision says that is not a value ------------------------------------------
@@ -187,6 +193,8 @@ class LeakGuard:
         count = self._count(tv.canon.text)
         if count:
             out.append(count)
+        for (a, b), quoted in self._quoted(tv):
+            out.append((LeakFinding(kind="hidden", text=quoted, written=tv.canon.text[a:b]), [(a, b)]))
         for a, b in self._hidden_sentences(tv.canon.text):
             out.append((LeakFinding(kind="hidden", text=tv.canon.text[a:b].strip(),
                                     written=tv.canon.text[a:b].strip()), [(a, b)]))
@@ -199,15 +207,19 @@ class LeakGuard:
             for k in range(r.first, r.last + 1):
                 by_token[k].append(r)
         out = []
-        for i in sorted(tv.value_like):
+        cued = {t.index for t in tv.tokens if t.lower not in _STOP and self._cued_fragment(tv, t.index)
+                and tv.canon.text[t.start - 1:t.end + 1] != REDACTED}
+        for i in sorted(tv.value_like | cued):
             stretch = tv.whole(i)
-            if (i not in tv.spelled) and self._structural(tv, i):
+            if i not in cued and i not in tv.spelled and self._structural(tv, i):
                 continue
             readings = by_token[i]
             if stretch is not None:  # spelled out: only a reading of the whole stretch explains it
                 readings = [r for r in readings if r.first <= stretch[0] and r.last >= stretch[1]]
-            if self._cued_fragment(tv, i):
-                if not self._public_fragment(tv.tokens[i].lower):
+            if i in cued:  # a piece of an ID: a public number (a $100 fee) does not explain it
+                tok = tv.tokens[i]
+                named = tok.text.isalpha() and (self._public_word(tok) or tok.lower in self.public.codes)
+                if not named and not self._public_fragment(tok.lower):  # 'start with get_user_details'
                     out.append(i)
                 continue
             if not any(self.public.has(r) for r in readings) and (stretch is not None or not self._public_word(tv.tokens[i])):
@@ -299,18 +311,30 @@ class LeakGuard:
     def _sequence(self, text: str):
         named = forms.tool_mentions(text, self._tool_keys)
         mentions = sorted(set(self._not_listings(named)) | set(self._prose_mentions(text, named)))
-        if len(self.sequence) < 2 or len(mentions) < 2:
+        if len(mentions) < 2:
             return None
-        orders = [mentions]
+        if len(self.sequence) < 2:
+            return self._repeats(mentions)
+        orders = [mentions, _after_reordered(text, mentions)]
         numbered = [(n, m) for m in mentions if (n := forms.step_number(text, m[0])) is not None]
         if len(numbered) >= 2:
             orders.append([m for _, m in sorted(numbered, key=lambda x: x[0])])
-        best = None
+        best = self._repeats(mentions)
         for order in orders:
             found = self._run_in(order)
             if found and (best is None or len(found[0]) > len(best[0])):
                 best = found
         return best
+
+    def _repeats(self, mentions):
+        """A tool named exactly as many times (two or more) as the reference calls it, when
+        ``p0`` calls it a different number of times: 'get_reservation_details → … × 5'."""
+        told = Counter(name for _, _, name in mentions)
+        reference = Counter(a.name for a in self.supervision.reference_actions)
+        for name, k in told.items():
+            if k >= 2 and k == reference[name] and self._p0_counts[name] != k:
+                return (name,) * k, [(a, b) for a, b, n in mentions if n == name][1:]
+        return None
 
     def _prose_mentions(self, text: str, named: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
         """Clauses that describe one reference call without naming it (clauses that name a tool
@@ -324,10 +348,14 @@ class LeakGuard:
             core = {w for w in words if w not in _GENERIC_VERBS}
             if len(core) >= 2:  # 'order' alone is an ordinary word; 'cancel' + 'reservation' is a call
                 content[name] = core
-        for m in re.finditer(r"[^,.;:\n]+", text):
+            elif len(core) == 1 and set(words) & _GENERIC_VERBS:  # 'look up the user'
+                content[name] = core | {LOOKUP}
+        for m in re.finditer(r"[^,.;:\n]+?(?=[,.;:\n]|\s+(?:and\s+)?then\b|\s+(?:only\s+)?(?:after|before)\b|$)", text):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             clause = {stem(w) for w in re.findall(r"[A-Za-z]+", m.group(0))}
+            if _LOOKUP_VERB.search(m.group(0)):
+                clause.add(LOOKUP)
             hits = [n for n, words in content.items() if words <= clause]
             if len(hits) == 1:
                 out.append((m.start(), m.end(), hits[0]))
@@ -372,6 +400,23 @@ class LeakGuard:
                 keep += group
         return keep
 
+    def _quoted(self, tv: vs.TextValues) -> list[tuple[tuple[int, int], str]]:
+        """Five words in a row of a supervision text (a reference argument's free text, an
+        outcome, the hidden instructions) that the view and ``p0`` do not say — also when each
+        word is spelled out letter by letter."""
+        if not self._secret_grams:
+            return []
+        words = _units(tv)
+        spans: list[tuple[int, int]] = []
+        quoted: list[str] = []
+        for i in range(len(words) - GRAM + 1):
+            gram = tuple(w for w, _ in words[i:i + GRAM])
+            if gram in self._secret_grams:
+                spans.append((words[i][1][0], words[i + GRAM - 1][1][1]))
+                quoted.append(" ".join(gram))
+        merged = _merge(spans)
+        return [(span, next(q for (a, b), q in zip(spans, quoted) if span[0] <= a < span[1])) for span in merged]
+
     def _hidden_sentences(self, text: str) -> list[tuple[int, int]]:
         if not self._hidden_terms:
             return []
@@ -401,6 +446,58 @@ class LeakGuard:
             for a, b in reversed(spans):
                 text = text[:a] + REDACTED + text[b:]
         return text, removed
+
+
+LOOKUP = "⟨lookup⟩"
+_LOOKUP_VERB = re.compile(r"\b(?:look(?:s|ing|ed)?\s+up|get|fetch|retrieve|pull(?:s|ing)?\s+up|check|find|search|read|open|view)\b", re.I)
+_AFTER = re.compile(r"\b(?:only\s+)?(?:after|once)\b", re.I)
+
+
+def _after_reordered(text: str, mentions):
+    """Mentions in the order a sentence means: 'X only after Y' tells Y, then X."""
+    out = []
+    for sentence in re.finditer(r"[^.;!?\n]+", text):
+        inside = [m for m in mentions if sentence.start() <= m[0] < sentence.end()]
+        cut = _AFTER.search(sentence.group(0))
+        if cut:
+            at = sentence.start() + cut.start()
+            inside = [m for m in inside if m[0] > at] + [m for m in inside if m[0] < at]
+        out += inside
+    return out
+
+
+GRAM = 5
+"""Words in a row that make a quotation of a supervision text."""
+
+
+def _supervision_texts(supervision: Supervision) -> list[str]:
+    texts = [v for a in supervision.reference_actions for v in scalar_values(a.arguments) if len(v.split()) >= GRAM]
+    return texts + list(supervision.expected_outcomes) + [supervision.hidden_user_instructions]
+
+
+@lru_cache(maxsize=1024)
+def _grams(text: str) -> frozenset[tuple[str, ...]]:
+    """Stemmed five-word windows of a text with two or more content words."""
+    words = [w for w, _ in _units(vs.analyse(text))] if text else []
+    windows = (tuple(words[i:i + GRAM]) for i in range(len(words) - GRAM + 1))
+    return frozenset(g for g in windows if sum(w not in _STOP for w in g) >= 2)
+
+
+def _units(tv: vs.TextValues) -> list[tuple[str, tuple[int, int]]]:
+    """The text's words with their spans; a word spelled out letter by letter is one word."""
+    out: list[tuple[str, tuple[int, int]]] = []
+    i = 0
+    while i < len(tv.tokens):
+        stretch = tv.spelled.get(i)
+        if stretch and stretch[0] == i:
+            word = "".join(tv.decoded.get(k, tv.tokens[k].lower) for k in range(stretch[0], stretch[1] + 1))
+            out.append((stem(word), tv.span(*stretch)))
+            i = stretch[1] + 1
+            continue
+        tok = tv.tokens[i]
+        out.append((stem(tok.lower), (tok.start, tok.end)))
+        i += 1
+    return out
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

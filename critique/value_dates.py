@@ -154,7 +154,10 @@ def _times(tv: TextValues, parts: list[Token], i: int) -> None:
 
 def cjk_readings(tv: TextValues) -> None:
     s = tv.canon.text
+    dates = [d.span() for d in nw.CJK_DATE.finditer(s)]
     for m in nw.CJK_NUMERAL.finditer(s):
+        if any(a <= m.start() < b for a, b in dates):
+            continue  # the 五 of 五月二十四日 is a month, read with its date
         value = nw.cjk_value(m.group(0))
         if value is None or (value < 10 and len(m.group(0)) == 1):
             continue

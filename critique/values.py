@@ -35,7 +35,8 @@ DateKey = tuple[int | None, int, int]
 
 _TOKEN = re.compile(r"[^\W_]+")
 _TIGHT = re.compile(r"[-_./#:,'+|\\]{1,2}")
-_LOOSE = re.compile(r"[ \t]{1,4}|[ \t]{0,3}[-_.,/|·•][ \t]{0,3}|[ \t]*\n[ \t]*")
+_LOOSE = re.compile(r"(?=[\s\S])[ \t]{0,3}(?:[-_.,/|·•][ \t]{0,3}){0,3}(?:\n[ \t]*)?")
+"""Between two fragments: spaces, up to three separators (``2 _ - _ 0``), a line break."""
 _SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]|^\W*)[\s\"'(\[*>#-]*$")
 _CURRENCY = re.compile(r"^(?P<pre>[A-Za-z]{3})?(?P<num>\d+)(?P<post>[A-Za-z]{3})?$")
 ORDINAL_SUFFIX = re.compile(r"^(?P<n>\d{1,2})(?:st|nd|rd|th|er|e|eme|o|a|º|ª)$", re.I)
@@ -363,10 +364,12 @@ def _code_readings(tv: TextValues) -> None:
                 # 'USD1270.50': the glued code and its decimals
                 if i + 1 <= last and gap(s, tv.tokens[i], tv.tokens[i + 1]) in (".", ",") and tv.tokens[i + 1].text.isdigit():
                     tv.readings.append(Reading(i, i + 1, "number", float(f"{int(glued)}.{tv.tokens[i + 1].text}")))
+                    tv.groups[i] = tv.groups[i + 1] = (i, i + 1)  # its decimals are not a number apart
             if glued is not None and i > first and gap(s, tv.tokens[i - 1], tv.tokens[i]) in (".", ",") \
                     and tv.tokens[i - 1].text.isdigit() and _CURRENCY.match(tok).group("post"):
                 # '1270.50EUR': the number before the glued decimals
                 tv.readings.append(Reading(i - 1, i, "number", float(f"{tv.tokens[i - 1].text}.{int(glued)}")))
+                tv.groups[i - 1] = tv.groups[i] = (i - 1, i)
             m = ORDINAL_SUFFIX.match(tok)
             if m:
                 tv.readings.append(Reading(i, i, "number", float(m.group("n"))))
