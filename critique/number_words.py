@@ -50,7 +50,7 @@ def word_value(word: str, lang: str) -> float | None:
     except ValueError:
         pass
     converted = alpha2digit(w, lang)
-    m = re.fullmatch(r"(\d+)(?:st|nd|rd|th|e|er|re|ème|eme|º|ª|o|a|°|ten|te|sten|ste)?", converted)
+    m = re.fullmatch(r"(\d+)(?:st|nd|rd|th|e|er|re|ème|eme|º|ª|o|a|°|ten|te|sten|ste|\.)?", converted)
     return float(m.group(1)) if m and converted != w else None
 
 
@@ -89,6 +89,10 @@ def digit_word(word: str) -> str | None:
     return "0" if word.lower() in ("oh", "zero") else None
 
 
+HOUR_WORDS = {"o'clock", "oclock", "heure", "heures", "hora", "horas", "uhr", "uur", "ore", "ora", "h"}
+"""Words that make a number a time of day: 'six o'clock', 'à six heures', 'om één uur'."""
+
+
 def any_word_value(word: str) -> float | None:
     """The number ``word`` stands for in the first language that reads it."""
     for lang in number_word_languages(word):
@@ -101,6 +105,9 @@ def phrase_value(words: list[str], lang: str) -> list[float] | None:
     when the words do not make one, each number in turn (``seven eight one five``)."""
     from text_to_num import alpha2digit, text2num
 
+    digits = [word_value(w, lang) for w in words if w.lower() not in JOINERS]
+    if len(digits) >= 2 and all(d is not None and d < 10 for d in digits):
+        return digits  # 'seven eight one five' says four digits, not 'seventy-eight fifteen'
     out: list[float] = []
     i = 0
     while i < len(words):  # the longest prefix that is one number, then the rest

@@ -152,6 +152,20 @@ def _times(tv: TextValues, parts: list[Token], i: int) -> None:
         tv.readings.append(Reading(tok.index, last, "time", minutes))
 
 
+def hour_word_times(tv: TextValues) -> None:
+    """'six o'clock', 'à six heures', 'om één uur', '7 Uhr': a time told with an hour word."""
+    toks = tv.tokens
+    for k in range(1, len(toks)):
+        if toks[k].lower not in nw.HOUR_WORDS or any(r.kind == "time" and r.covers(k - 1) for r in tv.readings):
+            continue
+        prev = toks[k - 1]
+        hour = float(prev.text) if prev.text.isdigit() else nw.any_word_value(prev.text) if prev.text.isalpha() else None
+        if hour is not None and hour.is_integer() and 0 <= hour <= 24:
+            tv.readings.append(Reading(k - 1, k, "time", int(hour) * 60))
+            tv.value_like.update((k - 1, k))
+            tv.groups[k - 1] = tv.groups[k] = (k - 1, k)
+
+
 def cjk_readings(tv: TextValues) -> None:
     s = tv.canon.text
     dates = [d.span() for d in nw.CJK_DATE.finditer(s)]

@@ -211,9 +211,26 @@ def _analyse(text: str) -> TextValues:
     _number_word_readings(tv)
     _nato_readings(tv)
     value_dates.date_time_readings(tv)
+    value_dates.hour_word_times(tv)
     value_dates.cjk_readings(tv)
+    _scientific(tv)
     _decoded_runs(tv)
     return tv
+
+
+_SCIENTIFIC = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")
+
+
+def _scientific(tv: TextValues) -> None:
+    """``1.5E+02`` is 150, one value over its three tokens."""
+    for m in _SCIENTIFIC.finditer(tv.canon.text):
+        inside = [t.index for t in tv.tokens if m.start() <= t.start < m.end()]
+        if inside:
+            first, last = inside[0], inside[-1]
+            tv.readings.append(Reading(first, last, "number", float(m.group(0))))
+            for k in inside:
+                tv.groups[k] = (first, last)
+                tv.value_like.add(k)
 
 
 def _decoded_runs(tv: TextValues) -> None:
@@ -387,7 +404,7 @@ def _number_word_readings(tv: TextValues) -> None:
         best: tuple[int, list[float], str] | None = None
         for lang in langs:
             j = i
-            while j + 1 < len(toks) and len(gap(s, toks[j], toks[j + 1]).strip(" -")) == 0:
+            while j + 1 < len(toks) and len(gap(s, toks[j], toks[j + 1]).strip(" -,")) == 0:
                 nxt = toks[j + 1].text.lower()
                 if lang in nw.number_word_languages(nxt) or nxt in nw.DECIMAL_MARKS:
                     j += 1
@@ -409,10 +426,9 @@ def _number_word_readings(tv: TextValues) -> None:
         digits_one_by_one = len(values) >= 2 and all(v < 10 and v.is_integer() for v in values)
         if digits_one_by_one:
             code = "".join(str(int(v)) for v in values)
-            for k in range(i, j + 1):
-                digit = nw.digit_word(toks[k].text)
-                if digit is not None:
-                    tv.decoded[k] = digit
+            words = [k for k in range(i, j + 1) if toks[k].lower not in nw.JOINERS or nw.digit_word(toks[k].text)]
+            if len(words) == len(values):  # 'un zéro zéro un': each word its digit, look-alikes too
+                tv.decoded.update({k: str(int(v)) for k, v in zip(words, values)})
             tv.readings.append(Reading(i, j, "code", code))
             tv.readings.append(Reading(i, j, "number", float(code)))
         if len(values) == 1:
@@ -466,7 +482,7 @@ def _nato_readings(tv: TextValues) -> None:
                 break
             j += 1
         nato = sum(1 for t in toks[i:j] if t.lower in nw.NATO)
-        if nato >= 2 and j - i >= 3:
+        if j - i >= 3 and (nato >= 2 or toks[i].lower in nw.NATO):  # 'Lima One Zero Zero Two' 
             tv.readings.append(Reading(i, j - 1, "code", "".join(letters)))
             tv.decoded.update({k: letters[k - i] for k in range(i, j)})
             tv.value_like.update(range(i, j))
