@@ -5,7 +5,7 @@ inside an ID, Cyrillic or Greek look-alike letters, HTML entities, Markdown emph
 part of it. The leak guard reads the canonical text and redacts in the original, so every
 canonical character remembers which original characters it came from.
 
-The steps, in order: HTML entities decoded; Unicode NFKC (full-width and compatibility forms);
+The steps, in order: HTML entities and URL escapes (``%33``) of letters and digits decoded; Unicode NFKC (full-width and compatibility forms);
 format characters (category ``Cf``: zero-width spaces and joiners, soft hyphens, bidi marks)
 and Markdown emphasis marks (``*``, `````, ``~``) dropped; confusable letters folded to their
 ASCII look-alike with Unicode's confusables table (the ``confusable_homoglyphs`` package ships
@@ -63,10 +63,31 @@ class Canonical:
         return self.starts[start], self.ends[end - 1]
 
 
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def _percent(text: str, i: int) -> str | None:
+    """``%33`` → ``3`` inside a code (``12%33%35``): URL escapes of letters and digits, when
+    glued to another escape or to a letter or digit."""
+    m = _PERCENT.match(text, i)
+    if not m:
+        return None
+    ch = chr(int(m.group(1), 16))
+    glued = (i > 0 and text[i - 1].isalnum()) or _PERCENT.match(text, m.end()) is not None or \
+        (m.end() < len(text) and text[m.end()].isalnum() and i > 0 and text[i - 1] == "%")
+    return ch if ch.isascii() and ch.isalnum() and glued else None
+
+
 def _pieces(text: str):
-    """(original start, original end, replacement) for every original character or entity."""
+    """(original start, original end, replacement) for every original character, entity or
+    URL escape."""
     i = 0
     while i < len(text):
+        decoded = _percent(text, i) if text[i] == "%" else None
+        if decoded is not None:
+            yield i, i + 3, decoded
+            i += 3
+            continue
         m = _ENTITY.match(text, i) if text[i] == "&" else None
         if m:
             decoded = html.unescape(m.group(0))

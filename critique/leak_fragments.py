@@ -97,32 +97,39 @@ def narrowing(fragment: str, value: str, universe: dict[str, list[str]]) -> int:
     return sum(frag in i for i in pool)
 
 
+_CRITIQUE_VOCABULARY = re.compile(
+    r"\b\d+(?:\.\d+)?\s*(?:/|out of)\s*\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?"  # grades: 3/10, 0.7/1.0
+    r"|\b(?:grade|score|step|steps|stage)\s+\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)*|\b0\.\d\b|\b[Ee][1-6]\b|\bp[01]\b", re.I)
+"""A critique's own numbers (grades, step numbers, E1–E6): no piece of any ID."""
+
+
 def surviving_fragments(redacted_text: str, value: str) -> list[str]:
-    """Alphanumeric runs (≥ 2 characters once separators and format characters are stripped) of
-    the redacted text that are substrings of the value's canonical form."""
+    """Pieces of the redacted text (alphanumeric tokens, ≥ 2 characters once separators and
+    format characters are stripped; characters spelled out one by one, "Q 6 9", joined back)
+    that are substrings of the value's canonical form. Ordinary English words ("is", "on") and
+    the redaction mark are not pieces of an ID."""
+    from wordfreq import zipf_frequency
+
     target = _key(value)
-    text = unicodedata.normalize("NFKC", redacted_text)
+    text = unicodedata.normalize("NFKC", redacted_text).replace("[redacted]", " ")
+    text = _CRITIQUE_VOCABULARY.sub(" ", text)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     pieces = [_key(p) for p in re.split(r"[^0-9A-Za-z]+", text) if p]
-    runs, short = [], []
-    for p in pieces + [""]:  # spaced-out characters ("Q 6 9") are joined back into one run
-        if p and len(p) <= 3:
-            short.append(p)
+    runs, singles = [], []
+    for p in pieces + [""]:
+        if len(p) == 1:
+            singles.append(p)
             continue
-        if short:
-            runs.append("".join(short))
-            short = []
+        if singles:
+            runs.append("".join(singles))
+            singles = []
         if p:
             runs.append(p)
     out: list[str] = []
     for run in runs:
-        i = 0
-        while i < len(run):
-            j = i + 1
-            while j <= len(run) and run[i:j] in target:
-                j += 1
-            piece = run[i:j - 1]
-            if len(piece) >= 2 and piece not in out and not any(piece in o for o in out):
-                out.append(piece)
-            i = max(i + 1, j - 1)
+        if len(run) < 2 or run not in target or run in out:
+            continue
+        if run.isalpha() and zipf_frequency(run, "en") >= 3.0 and not (target.startswith(run) or target.endswith(run)):
+            continue  # an ordinary word inside the value by chance, not written as a piece of it
+        out.append(run)
     return out

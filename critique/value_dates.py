@@ -8,6 +8,8 @@ read every way they allow (``05/06`` is May 6 or June 5). Times are ``10:30``, `
 
 from __future__ import annotations
 
+import re
+
 from critique import number_words as nw
 from critique.values import ORDINAL_SUFFIX, TIME_TOKEN, DateKey, Reading, TextValues, Token, gap
 
@@ -64,6 +66,10 @@ def date_time_readings(tv: TextValues) -> None:
             tv.value_like.update(range(first, last + 1))
 
 
+_FIRST_DAYS = {"first": 1.0, "second": 2.0, "third": 3.0}
+"""English ordinals that text2num leaves as words ('second' is also a unit of time)."""
+
+
 def _bare_days(tv: TextValues) -> None:
     """'the ninth', 'on the 9th': a day of the month without its month."""
     toks = tv.tokens
@@ -73,8 +79,9 @@ def _bare_days(tv: TextValues) -> None:
         t = toks[k].text
         ordinal = ORDINAL_SUFFIX.match(t) is not None or (
             t.isalpha() and nw.alpha_ordinal(t))
-        day = _day_value(toks[k]) if ordinal else None
-        if day is not None and day >= 4:
+        day = _day_value(toks[k]) if ordinal else _FIRST_DAYS.get(toks[k].lower)
+        dated = re.search(r"\b(?:date|day|due|deadline)\b[^.;\n]{0,20}$", tv.canon.text[max(0, toks[k].start - 30):toks[k].start], re.I)
+        if day is not None and (day >= 4 or dated):  # 'the first' is a word; 'the date is the first' is a day
             tv.readings.append(Reading(k, k, "date", (None, 0, int(day))))
             tv.value_like.add(k)
 

@@ -149,6 +149,8 @@ def digit_readings(parts: list[str], seps: list[str]) -> set[float]:
     ``1.270,50`` are both 1270.5; ``1 270`` is 1270; ``7.5`` is 7.5."""
     if not parts or not all(p.isdigit() for p in parts):
         return set()
+    if len(parts[0]) > 1 and parts[0].startswith("0") and not (len(parts) == 2 and seps[0].strip() in (".", ",")):
+        return set()  # '010', '001 5': a code with leading zeros, not a number
     out: set[float] = set()
     if len(parts) == 1:
         return {float(parts[0])}
@@ -506,7 +508,7 @@ def is_grade(tv: TextValues, i: int) -> bool:
     first, last = tv.groups.get(i, (i, i))
     a, b = tv.span(first, last)
     written = s[a:b]
-    whole = re.fullmatch(r"\d+(?:\.\d+)?", written)
+    whole = re.fullmatch(r"(?!0\d)\d+(?:\.\d+)?", written)  # '01' is a code, '0.1' a grade
     value = float(written) if whole else None
     if value is not None and 0 <= value <= 1 and len(written) <= 4:
         return True
@@ -544,7 +546,7 @@ class PublicValues:
     def has(self, r: Reading) -> bool:
         if r.kind == "code":
             key = str(r.key)
-            return key in self.codes or (len(key) >= 3 and any(len(c) >= 5 and key in c for c in self.long_codes))
+            return key in self.codes or (len(key) >= 4 and any(key in c for c in self.long_codes))
         if r.kind == "number":
             return any(abs(n - float(r.key)) < 1e-6 for n in self.numbers)
         if r.kind == "time":

@@ -3,9 +3,9 @@ class independently of the guard, and the project's older one), catch and false-
 class, the redaction fragment check, and the command that prints them. The default suite
 measures a seeded sample; the whole corpora run under ``slow``.
 
-The floors asserted here are what the guard measured when they were written (see
-``bench/leak_guard.md``); the issue's targets (surface catch ≥ 99.5 %, false alarms ≤ 1 %) are
-what ``meets_targets`` and the command's exit code report."""
+On the whole adversarial corpus the issue's targets must hold (surface catch ≥ 99.5 %, false
+alarms ≤ 1 %, no ID fragment left that narrows it to ten or fewer records); a seeded sample
+checks floors with room for sampling noise. Figures: ``bench/leak_guard.md``."""
 
 from __future__ import annotations
 
@@ -20,10 +20,9 @@ from critique.leak_guard import LeakGuard
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = 400
-SURFACE_FLOOR = 0.90
-NARROWING_CEILING = 0.15
-"""Share of redacted IDs that still leave a fragment narrowing to ≤ 10 records (measured 79 of
-744 = 10.6 % on the whole adversarial corpus; the issue's target is none)."""
+SURFACE_FLOOR = 0.985
+"""For a 400-case sample (~145 surface cases: one miss is 0.7 %); the whole corpus must reach
+the issue's 99.5 %."""
 FALSE_ALARM_CEILING = leak_eval.FALSE_ALARM_TARGET
 SAMPLE_FALSE_ALARM_CEILING = 0.02
 """A 400-case sample holds ~110 clean cases: one false alarm is 0.9 %; the whole corpus must
@@ -82,16 +81,25 @@ def test_redaction_leaves_no_narrowing_fragment_on_a_sample(adversary):
     fragments = [c for c in adversary if c["class"] == "fragment" or c["kind"] in ("spaced", "punctuated")]
     m = leak_eval.measure(leak_eval.sample(fragments, 150, seed=1))
     assert m.fragments_checked > 50
-    assert len(m.narrowing) / m.fragments_checked <= NARROWING_CEILING, m.narrowing[:3]
+    assert m.narrowing == [], m.narrowing[:3]
 
 
 @pytest.mark.slow
-def test_the_whole_corpora(adversary):
-    m = leak_eval.measure(leak_eval.load("all"))
+def test_the_issue_targets_hold_on_the_whole_adversarial_corpus(adversary):
+    m = leak_eval.measure(adversary)
     print(leak_eval.render(m))
-    assert m.surface_catch >= SURFACE_FLOOR, leak_eval.render(m)
-    assert m.false_alarms <= FALSE_ALARM_CEILING, leak_eval.render(m)
-    assert len(m.narrowing) / m.fragments_checked <= NARROWING_CEILING
+    assert m.surface_catch >= leak_eval.SURFACE_TARGET, leak_eval.render(m)
+    assert m.false_alarms <= leak_eval.FALSE_ALARM_TARGET, leak_eval.render(m)
+    assert m.narrowing == [], m.narrowing[:3]
+    assert m.meets_targets()
+
+
+@pytest.mark.slow
+def test_the_project_corpus_stays_caught():
+    m = leak_eval.measure(leak_eval.load("project"), fragments=False)
+    print(leak_eval.render(m))
+    assert m.surface_catch >= 0.99 and m.groups["order"].rate("rules") >= 0.99
+    assert m.false_alarms <= leak_eval.FALSE_ALARM_TARGET
 
 
 def _command(*args: str) -> subprocess.CompletedProcess:
