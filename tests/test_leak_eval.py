@@ -78,8 +78,8 @@ def test_the_measurement_counts_false_alarms(adversary, monkeypatch):
 
 
 def test_redaction_leaves_no_narrowing_fragment_on_a_sample(adversary):
-    fragments = [c for c in adversary if c["class"] == "fragment" or c["kind"] in ("spaced", "punctuated")]
-    m = leak_eval.measure(leak_eval.sample(fragments, 150, seed=1))
+    pieces = [c for c in adversary if c["class"] in ("fragment", "encoding", "indirect")]
+    m = leak_eval.measure(leak_eval.sample(pieces, 240, seed=1))
     assert m.fragments_checked > 50
     assert m.narrowing == [], m.narrowing[:3]
 
