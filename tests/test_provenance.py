@@ -264,3 +264,25 @@ def test_the_honest_plan_following_control_uses_no_unobserved_value(validate, do
     assert records[0]["score"] == 1.0
     assert "not known yet" in json.dumps(records[0]["p0"])  # a value the planner had not seen
     assert records[0]["provenance"]["checked"] > 0 and records[0]["provenance"]["unexplained"] == []
+
+
+def test_beyond_plan_first_counts_only_what_refine_used_and_its_plan_first_did_not():
+    """The paired figure: Refine and Plan-first share p0, so a value only Refine used unexplained
+    came from the critique (or chance); one both used is the plan's, not the critique's."""
+    import pandas as pd
+
+    from runtime.reports.provenance import beyond_plan_first
+
+    def row(task, mode, keys, trial=0):
+        arm = "refine:anti-leak" if mode == "refine" else mode
+        return {"env": "tau2", "domain": "airline", "task_id": task, "model": "m", "trial": trial,
+                "mode": mode, "arm": arm, "audited": 1, "unexplained_keys": tuple(keys)}
+
+    df = pd.DataFrame([
+        row("1", "plan-first", ["q69x3r"]), row("1", "refine", ["q69x3r"]),          # the plan's own
+        row("2", "plan-first", []), row("2", "refine", ["w2378156", "1270.5"]),      # the critique's
+        row("3", "refine", ["abc123"]),                                               # no pair
+    ])
+    figures = beyond_plan_first(df)["refine:anti-leak"]
+    assert figures == {"provenance_paired": 2, "provenance_beyond_plan_first": 2,
+                       "provenance_beyond_affected": 1, "provenance_beyond_rate": 0.5}

@@ -23,14 +23,50 @@ NOTE = ("Provenance audit: a supervision-only value (from the reference actions,
         "Rate = episodes with an unexplained value / scored episodes that were audited.")
 
 
+BEYOND_NOTE = ("Beyond Plan-first = Refine episodes that used an unexplained value their Plan-first episode "
+               "(same task and trial, same p0) did not / such pairs.")
+
+
 def provenance_columns(record: EpisodeRecord) -> dict[str, Any]:
     """One record's provenance figures (``audited`` 0 where there is no audit)."""
     audit = record.provenance
     if audit is None:
-        return {"audited": 0, "unexplained": 0, "unexplained_distinct": 0}
+        return {"audited": 0, "unexplained": 0, "unexplained_distinct": 0, "unexplained_keys": ()}
     unexplained = audit.get("unexplained") or []
+    keys = tuple(sorted({str(u.get("canonical")) for u in unexplained}))
     return {"audited": int(record.status == "ok"), "unexplained": len(unexplained),
-            "unexplained_distinct": len({u.get("canonical") for u in unexplained})}
+            "unexplained_distinct": len(keys), "unexplained_keys": keys}
+
+
+PAIR = ["env", "domain", "task_id", "model", "trial"]
+
+
+def beyond_plan_first(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per Refine arm, paired with Plan-first on the same task and trial: the unexplained values
+    Refine used that its Plan-first episode did not (both share ``p0``, so what only Refine used
+    came from the critique or from chance). Under an honest critic this is noise; a leaky one
+    shows clearly."""
+    if df.empty or "audited" not in df:
+        return {}
+    audited = df[df["audited"] == 1]
+    base = {tuple(row[c] for c in PAIR): set(row["unexplained_keys"])
+            for _, row in audited[audited["mode"] == "plan-first"].iterrows()}
+    out: dict[str, dict[str, Any]] = {}
+    for name, part in audited[audited["mode"] == "refine"].groupby("arm", sort=True):
+        paired = new = affected = 0
+        for _, row in part.iterrows():
+            key = tuple(row[c] for c in PAIR)
+            if key not in base:
+                continue
+            extra = set(row["unexplained_keys"]) - base[key]
+            paired += 1
+            new += len(extra)
+            affected += bool(extra)
+        if paired:
+            out[name] = {"provenance_paired": paired, "provenance_beyond_plan_first": new,
+                         "provenance_beyond_affected": affected,
+                         "provenance_beyond_rate": affected / paired}
+    return out
 
 
 def provenance_figures(part: pd.DataFrame) -> dict[str, Any]:
@@ -52,27 +88,35 @@ def provenance_table(by_arm: dict[str, Any], title: str) -> Table | None:
     if not any(row.get("provenance_audited") for row in by_arm.values()):
         return None
     table = Table(title=f"{title} — provenance audit (unexplained supervision-only values)")
-    for col in ("arm", "audited", "unexplained values", "episodes affected", "rate"):
+    for col in ("arm", "audited", "unexplained values", "episodes affected", "rate", "beyond plan-first"):
         table.add_column(col, justify="left" if col == "arm" else "right")
     for name, row in by_arm.items():
         if row.get("provenance_audited"):
             table.add_row(name, str(row["provenance_audited"]), str(row["provenance_unexplained"]),
-                          str(row["provenance_affected"]), f"{row['provenance_rate']:.1%}")
+                          str(row["provenance_affected"]), f"{row['provenance_rate']:.1%}", _beyond(row))
     return table
+
+
+def _beyond(row: dict[str, Any]) -> str:
+    if not row.get("provenance_paired"):
+        return ""
+    return f"{row['provenance_beyond_affected']}/{row['provenance_paired']} ({row['provenance_beyond_rate']:.1%})"
 
 
 def markdown_section(df: pd.DataFrame) -> str:
     """The report's provenance section: per env × model × arm."""
     if df.empty or "audited" not in df or not df["audited"].sum():
         return ""
-    lines = ["", "## Provenance audit", "", NOTE, "",
-             "| env | tested model | arm | audited | unexplained values | episodes affected | rate |",
-             "|---|---|---|---|---|---|---|"]
-    for (env, model, name), part in df.groupby(["env", "model", "arm"], sort=True):
-        figures = provenance_figures(part)
-        if not figures["provenance_audited"]:
-            continue
-        lines.append(f"| {env} | {model} | {name} | {figures['provenance_audited']} | "
-                     f"{figures['provenance_unexplained']} | {figures['provenance_affected']} | "
-                     f"{figures['provenance_rate']:.1%} |")
+    lines = ["", "## Provenance audit", "", NOTE + " " + BEYOND_NOTE, "",
+             "| env | tested model | arm | audited | unexplained values | episodes affected | rate | beyond Plan-first |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (env, model), group in df.groupby(["env", "model"], sort=True):
+        beyond = beyond_plan_first(group)
+        for name, part in group.groupby("arm", sort=True):
+            figures = provenance_figures(part)
+            if not figures["provenance_audited"]:
+                continue
+            lines.append(f"| {env} | {model} | {name} | {figures['provenance_audited']} | "
+                         f"{figures['provenance_unexplained']} | {figures['provenance_affected']} | "
+                         f"{figures['provenance_rate']:.1%} | {_beyond(beyond.get(name, {}))} |")
     return "\n".join(lines) + "\n"

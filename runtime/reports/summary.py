@@ -17,7 +17,7 @@ from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
 from runtime.reports import categories
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
-from runtime.reports.provenance import provenance_columns, provenance_figures, provenance_table
+from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
 from runtime.records import MODES, EpisodeRecord
 
 
@@ -92,6 +92,8 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 **provenance_figures(part),
                 "malformed_output": int(part["malformed"].sum()),
             }
+    for name, figures in beyond_plan_first(df).items():
+        by_arm[name].update(figures)
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
     if not df.empty:
         result["error_warnings"] = error_warnings({name: arm_errors(df[df["arm"] == name]) for name in by_arm})
