@@ -101,7 +101,6 @@ def _pieces(text: str):
 
 @lru_cache(maxsize=4096)
 def canonical(text: str) -> Canonical:
-    fold = confusable_fold()
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -110,8 +109,8 @@ def canonical(text: str) -> Canonical:
             if ch in _EMPHASIS or unicodedata.category(ch) == "Cf":
                 continue
             if not ch.isascii():
-                if ch in fold:
-                    ch = fold[ch]
+                if unicodedata.decimal(ch, None) is not None:
+                    ch = str(unicodedata.decimal(ch))  # ७, ٣, ๕: a digit of another script
                 elif unicodedata.category(ch) == "Pd":
                     ch = "-"
                 elif ch.isspace():
@@ -119,7 +118,41 @@ def canonical(text: str) -> Canonical:
             out.append(ch)
             starts.append(a)
             ends.append(b)
+    _fold_lookalikes(out)
+    _cjk_digits(out)
     return Canonical(text, "".join(out), tuple(starts), tuple(ends))
+
+
+_WORD = re.compile(r"[^\W_]+")
+_CJK_DIGITS = "零〇一二三四五六七八九"
+_CJK_RUN = re.compile(r"[零〇一二三四五六七八九]{2,}")
+_CJK_PLACES = set("十百千万亿點点")
+
+
+def _fold_lookalikes(chars: list[str]) -> None:
+    """Look-alike letters folded inside a token that is written in Latin letters or digits
+    anyway (``ЕНGLР3``), or that is made of look-alikes only (``АРТ``); a word of Russian or
+    Greek (``три``) stays as written."""
+    fold = confusable_fold()
+    text = "".join(chars)
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        foreign = [c for c in word if not c.isascii()]
+        if not foreign or not all(c in fold for c in foreign) and not any(c.isascii() for c in word):
+            continue
+        for i in range(m.start(), m.end()):
+            if chars[i] in fold:
+                chars[i] = fold[chars[i]]
+
+
+def _cjk_digits(chars: list[str]) -> None:
+    """``七〇一五`` → ``7015``: Chinese numerals written digit by digit (no 十/百/千 between)."""
+    text = "".join(chars)
+    for m in _CJK_RUN.finditer(text):
+        if text[m.start() - 1:m.start()] in _CJK_PLACES or text[m.end():m.end() + 1] in _CJK_PLACES:
+            continue  # 二十四 is positional: read by the numeral reader, not digit by digit
+        for i in range(m.start(), m.end()):
+            chars[i] = str(_CJK_DIGITS.index(chars[i]) - 1 if chars[i] != "零" else 0)
 
 
 def fold_accents(word: str) -> str:

@@ -38,7 +38,8 @@ from critique.leak_guard import LeakGuard
 from evrcore.plan import Plan
 
 ADVERSARY = Path(__file__).parent / "data" / "leak_adversary.jsonl"
-CORPORA = {"adversary": ADVERSARY, "project": CORPUS}
+HOLDOUT = Path(__file__).parent / "data" / "leak_holdout.jsonl"
+CORPORA = {"adversary": ADVERSARY, "holdout": HOLDOUT, "project": CORPUS}
 SURFACE_TARGET = 0.995
 FALSE_ALARM_TARGET = 0.01
 NARROWING_LIMIT = 10
@@ -159,6 +160,8 @@ def _check_fragments(result: Measurement, case: dict[str, Any], guard: LeakGuard
             continue  # not a database ID (a text value): nothing to count it against
         result.fragments_checked += 1
         for fragment in leak_fragments.surviving_fragments(redacted, p["value"]):
+            if fragment in guard.public.codes:
+                continue  # the tested model has seen it (a public phone number holds '123' too)
             n = leak_fragments.narrowing(fragment, p["value"], universe)
             if 0 < n <= NARROWING_LIMIT:
                 result.narrowing.append({"id": case["id"], "value": p["value"], "fragment": fragment,

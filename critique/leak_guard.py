@@ -82,7 +82,10 @@ _GENERIC_VERBS = {"get", "list", "find", "search", "check", "fetch", "retrieve",
 _COUNT = re.compile(r"\b(?:(?:exactly|only|just|precisely|needs?|takes?|requires?|in|of)\s+)+(?P<n>[\w-]+)\s+"
                     r"(?:\w+\s+)?(?:tool\s+|api\s+|function\s+)?(?:calls?|steps?|actions?|operations?|requests?)\b", re.I)
 _CUE = re.compile(r"\b(?:end(?:s|ing)?|contain(?:s|ing)?|start(?:s|ing)?|begin(?:s|ning)?|prefix(?:ed)?|suffix)\s+(?:in|with|of|by)?\W*$"
+                  r"|\binside\b[^.\n]{0,30}$"
+                  r"|\b(?:position|digit|character|place)\s+(?:no\.?\s*|number\s+)?\d{1,2}\s+(?:is|=|:)\W*$"
                   r"|\b(?:last|first|final|leading|trailing)\s+(?:\w+\s+)?(?:digits?|characters?|letters?)\W*(?:are|is|of)?\W*$", re.I)
+_CUE_AFTER = re.compile(r"[\W_]{0,3}\s+(?:in the middle|somewhere inside|inside it)\b", re.I)
 _LIST_MARKER = re.compile(r"(?:^|\n)\s*[(\[]?$")
 
 
@@ -228,10 +231,13 @@ class LeakGuard:
 
     @staticmethod
     def _cued_fragment(tv: vs.TextValues, i: int) -> bool:
-        """'ending in 100', 'starts with EHG', 'last four digits 7815': a piece of an ID, so a
-        number that happens to be public (a $100 fee) does not explain it."""
+        """'ending in 100', 'starts with EHG', 'last four digits 7815', 'position 3 is 0',
+        ''ia' in the middle': a piece of an ID, so a number that happens to be public (a $100
+        fee) does not explain it."""
         tok = tv.tokens[i]
-        return _CUE.search(tv.canon.text[max(0, tok.start - 30):tok.start]) is not None
+        s = tv.canon.text
+        return (_CUE.search(s[max(0, tok.start - 30):tok.start]) is not None
+                or _CUE_AFTER.match(s, tok.end) is not None)
 
     def _public_fragment(self, key: str) -> bool:
         if len(key) < 3:
@@ -314,26 +320,28 @@ class LeakGuard:
         if len(mentions) < 2:
             return None
         if len(self.sequence) < 2:
-            return self._repeats(mentions)
+            return self._repeats(text, mentions)
         orders = [mentions, _after_reordered(text, mentions)]
         numbered = [(n, m) for m in mentions if (n := forms.step_number(text, m[0])) is not None]
         if len(numbered) >= 2:
             orders.append([m for _, m in sorted(numbered, key=lambda x: x[0])])
-        best = self._repeats(mentions)
+        best = self._repeats(text, mentions)
         for order in orders:
             found = self._run_in(order)
             if found and (best is None or len(found[0]) > len(best[0])):
                 best = found
         return best
 
-    def _repeats(self, mentions):
-        """A tool named exactly as many times (two or more) as the reference calls it, when
-        ``p0`` calls it a different number of times: 'get_reservation_details → … × 5'."""
-        told = Counter(name for _, _, name in mentions)
+    def _repeats(self, text: str, mentions):
+        """A tool named, within one line or sentence, exactly as many times (two or more) as
+        the reference calls it, when ``p0`` calls it a different number of times:
+        'get_reservation_details → … × 5' (a plan restated twice is two lines, not a count)."""
         reference = Counter(a.name for a in self.supervision.reference_actions)
-        for name, k in told.items():
-            if k >= 2 and k == reference[name] and self._p0_counts[name] != k:
-                return (name,) * k, [(a, b) for a, b, n in mentions if n == name][1:]
+        for line in re.finditer(r"[^\n.;]+", text):
+            inside = [m for m in mentions if line.start() <= m[0] < line.end()]
+            for name, k in Counter(n for _, _, n in inside).items():
+                if k >= 2 and k == reference[name] and self._p0_counts[name] != k:
+                    return (name,) * k, [(a, b) for a, b, n in inside if n == name][1:]
         return None
 
     def _prose_mentions(self, text: str, named: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -385,7 +393,8 @@ class LeakGuard:
 
     def _not_listings(self, mentions):
         """Mentions outside a listing of the offered tools (four or more named in the view's own
-        order, separated by commas or 'and'): naming what the task offers tells nothing."""
+        order, or three or more in alphabetical order, separated by commas or 'and'): naming
+        what the task offers tells nothing."""
         groups: list[list[tuple[int, int, str]]] = []
         for m in mentions:
             if groups and groups[-1][-1][1] >= m[0] - 8:
@@ -395,7 +404,9 @@ class LeakGuard:
         keep = []
         for group in groups:
             idx = [self._offered.index(n) if n in self._offered else -1 for _, _, n in group]
-            listing = len(group) >= 4 and -1 not in idx and idx == sorted(idx)
+            names = [n for _, _, n in group]
+            alphabetical = len(group) >= 3 and names == sorted(names) and len(set(names)) == len(names)
+            listing = (len(group) >= 4 and -1 not in idx and idx == sorted(idx)) or alphabetical
             if not listing:
                 keep += group
         return keep

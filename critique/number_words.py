@@ -78,15 +78,83 @@ def english_lookalike(word: str) -> bool:
 
 @lru_cache(maxsize=20000)
 def digit_word(word: str) -> str | None:
-    """``nine`` / ``neun`` / ``nueve`` → ``9``: a word for one digit, in any language read
-    (English look-alikes such as 'un' or 'elf' excluded)."""
+    """``nine`` / ``neun`` / ``nueve`` / ``девять`` → ``9``: a word for one digit, in any language
+    read (English look-alikes such as 'un' or 'elf' excluded)."""
     if not word.isalpha():
         return None
+    scripted = script_number_words().get(word.lower())
+    if scripted is not None and scripted < 10:
+        return str(int(scripted))
     for lang in number_word_languages(word):
         value = word_value(word, lang)
         if value is not None and value < 10 and value.is_integer() and (lang == "en" or not english_lookalike(word)):
             return str(int(value))
     return "0" if word.lower() in ("oh", "zero") else None
+
+
+SPACED_SCRIPTS = ("ru", "uk", "ar")
+"""Languages outside text2num's whose number words are written apart: read with num2words'
+own words, added up ('одна тысяча двести семьдесят' → 1270)."""
+
+
+@lru_cache(maxsize=1)
+def script_number_words() -> dict[str, float]:
+    """Word → value for :data:`SPACED_SCRIPTS`, from num2words (units, teens, tens, hundreds,
+    thousand and its plural forms)."""
+    from num2words import num2words
+
+    out: dict[str, float] = {}
+    numbers = list(range(0, 20)) + list(range(20, 100, 10)) + list(range(100, 1000, 100)) + [1000, 2000, 5000]
+    for lang in SPACED_SCRIPTS:
+        for n in numbers:
+            words = num2words(n, lang=lang).split()
+            if len(words) == 1:
+                out.setdefault(words[0].lower(), float(n))
+            elif n >= 1000:  # 'одна тысяча', 'две тысячи', 'пять тысяч': the thousand word
+                out.setdefault(words[-1].lower(), 1000.0)
+    return out
+
+
+def script_phrase_value(words: list[str]) -> list[float] | None:
+    """Words of :data:`SPACED_SCRIPTS` added up, a thousand multiplying what came before; digit
+    by digit when every word is one digit."""
+    table = script_number_words()
+    values = [table.get(w.lower()) for w in words]
+    if not values or any(v is None for v in values):
+        return None
+    if len(values) >= 2 and all(v < 10 for v in values):
+        return values
+    total = current = 0.0
+    for v in values:
+        if v == 1000:
+            total += (current or 1) * 1000
+            current = 0
+        else:
+            current += v
+    return [total + current]
+
+
+SPOKEN_SEPARATORS = {"underscore", "dash", "hyphen", "slash", "dot", "space"}
+"""Separators said in words inside a spelled code: 'a-A-r-a-V-underscore-G-a-R-c-i-A'."""
+
+
+@lru_cache(maxsize=20000)
+def number_prefix(word: str) -> str | None:
+    """``quatreG`` → ``4g``, ``fünfg`` → ``5g``: a number word glued to a one- or two-letter
+    unit, as in network names written out; ``None`` for anything else."""
+    w = word.lower()
+    if not w.isalpha() or len(w) < 4:
+        return None
+    for cut in (len(w) - 1, len(w) - 2):
+        head, tail = w[:cut], w[cut:]
+        for lang in LANGUAGES:
+            value = word_value(head, lang)
+            if value is not None and value.is_integer() and (lang == "en" or not english_lookalike(head)):
+                return f"{int(value)}{tail}"
+        scripted = script_number_words().get(head)
+        if scripted is not None:
+            return f"{int(scripted)}{tail}"
+    return None
 
 
 HOUR_WORDS = {"o'clock", "oclock", "heure", "heures", "hora", "horas", "uhr", "uur", "ore", "ora", "h"}

@@ -23,6 +23,7 @@ is explained only by a reading of the whole spelled stretch, never by itself (th
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -36,8 +37,11 @@ DateKey = tuple[int | None, int, int]
 _TOKEN = re.compile(r"[^\W_]+")
 _TIGHT = re.compile(r"[-_./#:,'+|\\]{1,2}")
 _LOOSE = re.compile(r"(?=[\s\S])[ \t]{0,3}(?:[-_.,/|·•][ \t]{0,3}){0,3}(?:\n[ \t]*)?")
-"""Between two fragments: spaces, up to three separators (``2 _ - _ 0``), a line break."""
-_SENTENCE_END = re.compile(r"(?:^|[.!?:;\n]|^\W*)[\s\"'(\[*>#-]*$")
+"""Between two fragments: spaces, up to three separators (``2 _ - _ 0``), one line break —
+unless the next line opens with a list number (``3.``), which is no part of this line's value."""
+_LIST_OPENER = re.compile(r"\d{1,2}[.)]\s")
+_SENTENCE_END = re.compile(r"(?:^|[.!?;\n]|^\W*)[\s\"'(\[*>#-]*$")
+"""Before a sentence's first word (not after a colon: 'passenger: Ivan Garcia' names someone)."""
 _CURRENCY = re.compile(r"^(?P<pre>[A-Za-z]{3})?(?P<num>\d+)(?P<post>[A-Za-z]{3})?$")
 ORDINAL_SUFFIX = re.compile(r"^(?P<n>\d{1,2})(?:st|nd|rd|th|er|e|eme|o|a|º|ª)$", re.I)
 TIME_TOKEN = re.compile(r"^(?P<h>\d{1,2})(?:(?P<ampm>am|pm|a|p)|h(?P<m>\d{2})?|uhr)$", re.I)
@@ -47,8 +51,6 @@ GRADES = {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}
 _VERB_FOLLOWERS = re.compile(r"\s+(?:the|a|an|your|this|that|these|those|its|it|each|every|all|any|up|out|with|to|before|after)\b")
 NAME_ZIPF = 4.0
 """A capitalised word inside a sentence rarer than this in English is read as a name."""
-WORD_ZIPF = 1.5
-"""A lower-case word rarer than this in every language read is not a word but a code."""
 
 
 @dataclass(frozen=True)
@@ -115,19 +117,27 @@ def _is_fragment(tok: str) -> bool:
     """A piece an ID or number can be split into with spaces: one character, a digit group, a
     short code with a digit, short capitals, a digit word ('nine')."""
     return (len(tok) == 1 or tok.isdigit() or (any(c.isdigit() for c in tok) and len(tok) <= 8)
-            or (tok.isalpha() and tok.isupper() and len(tok) <= 4) or nw.digit_word(tok) is not None)
+            or (tok.isalpha() and tok.isupper() and len(tok) <= 4) or nw.digit_word(tok) is not None
+            or tok.lower() in nw.SPOKEN_SEPARATORS)
 
 
 def _sentence_start(text: str, at: int) -> bool:
     return _SENTENCE_END.search(text[max(0, at - 6):at]) is not None
 
 
+_NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]+")
+
+
+def _latin(word: str) -> bool:
+    return all(c.isascii() or unicodedata.name(c, "").startswith("LATIN") for c in word)
+
+
 def _value_like_word(tok: Token, text: str) -> bool:
     t = tok.text
     if any(c.isdigit() for c in t):
         return True
-    if not t.isalpha() or re.search(r"[\u2e80-\u9fff]", t):
-        return False
+    if not t.isalpha() or not _latin(t):
+        return False  # a word of another script is text; its number words are read apart
     if t.isupper() and len(t) >= 2:
         return zipf_frequency(t.lower(), "en") < 3.5
     if t[0].isupper() and (len(t) > 1 and not t[1:].islower()):
@@ -138,8 +148,8 @@ def _value_like_word(tok: Token, text: str) -> bool:
         if _VERB_FOLLOWERS.match(text, tok.end):
             return False  # 'Tighten the plan' after a missing full stop: a verb, not a name
         others = max(zipf_frequency(t.lower(), lang) for lang in nw.LANGUAGES if lang != "en")
-        return zipf_frequency(t.lower(), "en") < NAME_ZIPF and others < 3.5  # 'Kunde' is a word
-    return len(t) >= 3 and word_zipf(t) < WORD_ZIPF
+        return zipf_frequency(t.lower(), "en") < NAME_ZIPF and others < 4.0  # 'Kunde' is a word
+    return len(t) >= 3 and t.isascii() and _NO_VOWEL.fullmatch(t.lower()) is not None  # 'hglp' 
 
 
 # ---- numbers written with digits -------------------------------------------------------------
@@ -206,6 +216,7 @@ def _analyse(text: str) -> TextValues:
     for tok in tokens:
         if _value_like_word(tok, s):
             tv.value_like.add(tok.index)
+    _title_phrases(tv)
     _spelled(tv)
     _snake(tv)
     _digit_groups(tv)
@@ -237,7 +248,14 @@ def _scientific(tv: TextValues) -> None:
 
 def _decoded_runs(tv: TextValues) -> None:
     """``a n y a_g a r c i a_five-nine-zero-one`` → ``anyagarcia5901``: a run's key with its
-    spelled words read as the characters they spell."""
+    spelled words read as the characters they spell (and ``quatreG`` as ``4g``)."""
+    for tok in tv.tokens:
+        if tok.index not in tv.decoded and word_zipf(tok.text) < 3.0:
+            glued = nw.number_prefix(tok.text)
+            if glued is not None:
+                tv.decoded[tok.index] = glued
+                tv.readings.append(Reading(tok.index, tok.index, "code", glued))
+                tv.value_like.add(tok.index)
     if not tv.decoded:
         return
     for first, last in tv.runs:
@@ -262,7 +280,8 @@ def _runs(s: str, tokens: list[Token]) -> list[tuple[int, int]]:
             prev = tokens[runs[-1][1]]
             between = gap(s, prev, tok)
             tight = _TIGHT.fullmatch(between) is not None
-            loose = _LOOSE.fullmatch(between) is not None and _is_fragment(prev.text) and _is_fragment(tok.text)
+            loose = _LOOSE.fullmatch(between) is not None and _is_fragment(prev.text) and _is_fragment(tok.text) \
+                and not ("\n" in between and _LIST_OPENER.match(s, tok.start))
             if tight or loose:
                 runs[-1] = (runs[-1][0], tok.index)
                 continue
@@ -270,11 +289,36 @@ def _runs(s: str, tokens: list[Token]) -> list[tuple[int, int]]:
     return runs
 
 
+def _title_phrases(tv: TextValues) -> None:
+    """'Ivan Garcia', 'Premium Plan', 'Smartphone Pro Max': capitalised words in a row inside a
+    sentence name a thing, even when each word alone is ordinary; read as their joined key."""
+    s = tv.canon.text
+    toks = tv.tokens
+    i = 0
+    while i < len(toks):
+        j = i
+        while (j + 1 < len(toks) and _capitalised(toks[j + 1].text) and _capitalised(toks[j].text)
+               and gap(s, toks[j], toks[j + 1]) == " "):
+            j += 1
+        if j > i and not _sentence_start(s, toks[i].start) and \
+                any(zipf_frequency(t.lower, "en") < 5.0 for t in toks[i:j + 1]):
+            tv.value_like.update(range(i, j + 1))
+            for k in range(i, j + 1):
+                tv.groups.setdefault(k, (i, j))
+            tv.readings.append(Reading(i, j, "code", "".join(t.lower for t in toks[i:j + 1])))
+        i = j + 1
+
+
+def _capitalised(word: str) -> bool:
+    return len(word) > 1 and word[0].isupper() and word[1:].islower() and word.isalpha()
+
+
 def _piece(tok: Token) -> bool:
-    """One spelled character or two: a letter or digit alone, a pair of capitals (``OG``), or a
-    digit word ('four', 'neun')."""
+    """One spelled character or two: a letter or digit alone, a pair of capitals (``OG``), a
+    digit word ('four', 'neun') or a separator said in words ('underscore')."""
     t = tok.text
-    return len(t) == 1 or (len(t) == 2 and t.isalpha() and t.isupper()) or nw.digit_word(t) is not None
+    return (len(t) == 1 or (len(t) == 2 and t.isalpha() and t.isupper()) or nw.digit_word(t) is not None
+            or t.lower() in nw.SPOKEN_SEPARATORS)
 
 
 def _spelled(tv: TextValues) -> None:
@@ -294,9 +338,12 @@ def _spelled(tv: TextValues) -> None:
                     tv.spelled[k] = stretch
                     tv.value_like.add(k)
                 for k in range(i, j + 1):
-                    digit = nw.digit_word(tv.tokens[k].text) if len(tv.tokens[k].text) > 1 else None
+                    word = tv.tokens[k].text
+                    digit = nw.digit_word(word) if len(word) > 1 else None
                     if digit is not None:
                         tv.decoded[k] = digit
+                    elif word.lower() in nw.SPOKEN_SEPARATORS:
+                        tv.decoded[k] = ""
                 tv.readings.append(Reading(first, last, "code", "".join(t.lower for t in tv.tokens[first:last + 1])))
                 tv.readings.append(Reading(i, j, "code", "".join(t.lower for t in tv.tokens[i:j + 1])))
                 break
@@ -352,7 +399,7 @@ def _numeral(tv: TextValues, i: int, j: int) -> bool:
     s = tv.canon.text
     toks = tv.tokens[i:j + 1]
     return all(t.text.isdigit() for t in toks) and all(
-        gap(s, a, b) in (".", "/", ":", ",") for a, b in zip(toks, toks[1:]))
+        gap(s, a, b).strip() in (".", "/", ":", ",") for a, b in zip(toks, toks[1:]))
 
 
 def _counting(tv: TextValues, i: int, j: int) -> bool:
@@ -399,7 +446,7 @@ def _number_word_readings(tv: TextValues) -> None:
     s = tv.canon.text
     i = 0
     while i < len(toks):
-        langs = nw.number_word_languages(toks[i].text) if toks[i].text.isalpha() else ()
+        langs = _languages(toks[i].text)
         if not langs:
             i += 1
             continue
@@ -408,15 +455,15 @@ def _number_word_readings(tv: TextValues) -> None:
             j = i
             while j + 1 < len(toks) and len(gap(s, toks[j], toks[j + 1]).strip(" -,")) == 0:
                 nxt = toks[j + 1].text.lower()
-                if lang in nw.number_word_languages(nxt) or nxt in nw.DECIMAL_MARKS:
+                if lang in _languages(nxt) or nxt in nw.DECIMAL_MARKS:
                     j += 1
-                elif nxt in nw.JOINERS and j + 2 < len(toks) and lang in nw.number_word_languages(toks[j + 2].text):
+                elif nxt in nw.JOINERS and j + 2 < len(toks) and lang in _languages(toks[j + 2].text):
                     j += 2
                 else:
                     break
             while toks[j].text.lower() in nw.DECIMAL_MARKS | nw.JOINERS and j > i:
                 j -= 1
-            if lang != "en" and j == i and nw.english_lookalike(toks[i].text):
+            if lang not in ("en", SCRIPT) and j == i and nw.english_lookalike(toks[i].text):
                 continue
             values = _phrase(tv, i, j, lang)
             if values and (best is None or j > best[0]):
@@ -450,8 +497,21 @@ def _number_word_readings(tv: TextValues) -> None:
         i = j + 1
 
 
+SCRIPT = "script"
+"""The pseudo-language of number words in other scripts (``critique.number_words.SPACED_SCRIPTS``)."""
+
+
+def _languages(word: str) -> tuple[str, ...]:
+    if not word.isalpha():
+        return ()
+    scripted = (SCRIPT,) if word.lower() in nw.script_number_words() else ()
+    return nw.number_word_languages(word) + scripted
+
+
 def _phrase(tv: TextValues, i: int, j: int, lang: str) -> list[float] | None:
     words = [t.text for t in tv.tokens[i:j + 1]]
+    if lang == SCRIPT:
+        return nw.script_phrase_value(words)
     lowered = [w.lower() for w in words]
     marks = [k for k, w in enumerate(lowered) if w in nw.DECIMAL_MARKS]
     if marks:
@@ -476,6 +536,8 @@ def _nato_readings(tv: TextValues) -> None:
                 break
             if w in nw.NATO:
                 letters.append(nw.NATO[w])
+            elif w in nw.SPOKEN_SEPARATORS and j > i:
+                letters.append("")
             elif w.isdigit() and len(w) <= 2:
                 letters.append(w)
             elif nw.word_value(w, "en") is not None and nw.word_value(w, "en") < 10:
@@ -585,6 +647,11 @@ def public_values(text: str) -> PublicValues:
         by_kind["code"].add(tok.lower)
         if tok.text.isdigit():
             by_kind["number"].add(float(tok.text))
+    for a, b, c in zip(tv.tokens, tv.tokens[1:], tv.tokens[2:] + [None]):  # 'John Smith' → johnsmith
+        if a.text.isalpha() and b.text.isalpha() and gap(tv.canon.text, a, b) == " ":
+            by_kind["code"].add(a.lower + b.lower)
+            if c is not None and c.text.isalpha() and gap(tv.canon.text, b, c) == " ":
+                by_kind["code"].add(a.lower + b.lower + c.lower)
     words = {fold_accents(t.lower) for t in tv.tokens if t.text.isalpha()}
     return PublicValues(frozenset(by_kind["code"]), frozenset(by_kind["number"]),
                         frozenset(by_kind["date"]), frozenset(by_kind["time"]), frozenset(words))
