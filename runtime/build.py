@@ -16,10 +16,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, EMBEDDED_STAGE_MAX_TOKENS, RunConfig, UsageError
+from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 from runtime.episode.services import Services, planner_factory, register_providers
 from runtime.episode.spec import RunSpec, check_size
 from runtime.llm.layer import ModelSpec
+from runtime.llm.roles import EMBEDDED_STAGE_MAX_TOKENS, ROLES, any_configured, resolve
 from runtime.logs import log_to, quiet_loguru
 from runtime.records import EpisodeKey
 from runtime.store import RunStore
@@ -165,12 +166,8 @@ def open_folder(path: Path, option: str, make: Callable[[Path], object]):
 
 def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     """The model of each role, and whether all of them fell back to the embedded model."""
-    embedded = not any([config.model, config.critic_model, config.judge_model, config.user_model])
-    model = config.model or EMBEDDED_MODEL
-    critic = config.critic_model or model
-    judge = config.judge_model or critic
-    auditor = config.auditor_model or judge
-    user = config.user_model or model
+    configured = {role: getattr(config, role) for role in ROLES}
+    models = resolve(configured, EMBEDDED_MODEL)
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
         max_tokens, stages = config.max_tokens, ()
@@ -181,13 +178,10 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
                          max_tokens=max_tokens, timeout=config.request_timeout,
                          stage_max_tokens=stages)
 
-    return {
-        "model": spec(model, config.api_base),
-        "critic_model": spec(critic, config.critic_api_base or config.api_base),
-        "judge_model": spec(judge, config.critic_api_base or config.api_base),
-        "auditor_model": spec(auditor, config.critic_api_base or config.api_base),
-        "user_model": spec(user, config.user_api_base or config.api_base),
-    }, embedded
+    endpoint = {"model": config.api_base, "user_model": config.user_api_base or config.api_base}
+    critic_endpoint = config.critic_api_base or config.api_base  # the critic, judge and auditor
+    return ({role: spec(models[role], endpoint.get(role, critic_endpoint)) for role in ROLES},
+            not any_configured(configured))
 
 
 def self_review_note(config: RunConfig, modes: list[str], strategies: list[str],

@@ -34,13 +34,6 @@ keeps the whole run to minutes where airline's 5,000-token policy would take mos
 The plan judge is off (``--judge`` turns it on): its prompts carry the whole supervision and
 cost about a third of the run (``bench/RESULTS.md``)."""
 
-EMBEDDED_STAGE_MAX_TOKENS = {"user": 64, "executor": 128, "judge": 128, "critic": 160,
-                             "self-critic": 160, "planner": 256, "reviser": 256}
-"""Answer budgets per stage on the embedded model (unless ``--max-tokens`` is given). Generating
-is where its time goes (about 20 tokens a second), and SmolLM2 rarely stops on its own: it
-fills whatever budget it gets. A user turn or a tool call needs a sentence; a plan, a few."""
-
-
 class RunSettings(BaseModel):
     """The settings every run shares, whichever command makes it (``validate``, ``ablate``, each
     cell of ``table3``): models and endpoints, sampling, trials, concurrency, limits, where env

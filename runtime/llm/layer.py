@@ -2,8 +2,8 @@
 
 One place adds what a long benchmark run needs around a chat completion:
 
-* roles (``model``, ``critic_model``, ``judge_model``, ``user_model``) each with its own
-  litellm model name, endpoint and sampling settings;
+* roles (``runtime.llm.roles``: ``model``, ``critic_model``, ``judge_model``, ``auditor_model``,
+  ``user_model``) each with its own litellm model name, endpoint and sampling settings;
 * retries with exponential backoff on rate limits, 5xx, connection errors, timeouts and
   malformed responses (HTTP 200 with no choices), which are never cached;
 * failing fast: bad credentials stop the run at once, and a circuit breaker
@@ -41,13 +41,11 @@ import litellm  # noqa: E402
 
 from evrcore.chat import ChatReply  # noqa: E402
 from runtime.llm.breaker import CircuitBreaker  # noqa: E402
+from runtime.llm.roles import ROLES  # noqa: E402,F401  (re-exported: the model layer's roles)
 from runtime.scrub import scrub  # noqa: E402
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True
-
-ROLES = ("model", "critic_model", "judge_model", "auditor_model", "user_model")
-"""``model`` is the tested model: planner, reviser and executor."""
 
 CALL_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
     "runtime_call_context", default={}
