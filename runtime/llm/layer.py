@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
-import os
 import random
 import re
 import sqlite3
@@ -35,14 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import litellm
 
-import litellm  # noqa: E402
-
-from evrcore.chat import ChatReply  # noqa: E402
-from runtime.llm.breaker import CircuitBreaker  # noqa: E402
-from runtime.llm.roles import ROLES  # noqa: E402,F401  (re-exported: the model layer's roles)
-from runtime.scrub import scrub  # noqa: E402
+from evrcore.chat import ChatReply
+from runtime.llm.breaker import CircuitBreaker
+from runtime.llm.roles import ROLES
+from runtime.scrub import scrub
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True
