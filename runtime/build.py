@@ -22,7 +22,7 @@ from runtime.episode.spec import RunSpec, check_size
 from runtime.llm.layer import ModelSpec
 from runtime.llm.roles import EMBEDDED_STAGE_MAX_TOKENS, ROLES, any_configured, resolve
 from runtime.logs import log_to, quiet_loguru
-from runtime.records import EpisodeKey
+from runtime.records import MODES, EpisodeKey
 from runtime.store import RunStore
 
 DEFAULT_MAX_STEPS = 100
@@ -72,6 +72,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     from runtime.llm.layer import ModelConfigError, ModelLayer, ResponseCache, check_credentials
 
     modes = modes or config.modes
+    run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
+    config = recorded_modes(config, modes)
     specs, embedded = model_specs(config)
     if embedded:
         say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
@@ -109,7 +111,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     except (EnvError, ModelConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
 
-    run_id = config.run_id or run_id_prefix + default_run_id(config.env, domain, config.mode,
+    run_id = config.run_id or run_id_prefix + default_run_id(config.env, domain, run_mode,
                                                              specs["model"].model)
     out = config.out or Path("runs") / run_id
     cache_dir = config.cache_dir or out.parent / ".cache"
@@ -149,6 +151,15 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         "task_ids": task_ids,
     })
     return run
+
+
+def recorded_modes(config: RunConfig, modes: list[str]) -> RunConfig:
+    """``config`` as it ran: its ``mode`` says the modes ``modes`` (a command's own choice, such
+    as ablate's plan-first and refine or a table3 cell's) when they are not the config's."""
+    if modes == config.modes:
+        return config
+    mode = "all" if modes == list(MODES) else modes[0] if len(modes) == 1 else list(modes)
+    return config.model_copy(update={"mode": mode})
 
 
 def open_folder(path: Path, option: str, make: Callable[[Path], object]):
@@ -211,6 +222,7 @@ def judge_on(config: RunConfig, embedded: bool) -> bool:
     return EMBEDDED_DEFAULTS["judge"] if embedded else True
 
 
-def default_run_id(env: str, domain: str, mode: str, model: str) -> str:
+def default_run_id(env: str, domain: str, mode: str | list[str], model: str) -> str:
+    mode = mode if isinstance(mode, str) else "-".join(mode)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-")
     return f"{env}-{domain}-{mode}-{slug}"

@@ -109,11 +109,16 @@ class RunSettings(BaseModel):
         return value
 
 
+Mode = Literal["direct", "plan-first", "refine"]
+
+
 class RunConfig(RunSettings):
     """One run: the shared settings plus what picks its environment, modes, tasks and model."""
 
     env: Literal[ENV_NAMES] = "tau2"  # type: ignore[valid-type]
-    mode: Literal["direct", "plan-first", "refine", "all"] = "refine"
+    mode: Literal["direct", "plan-first", "refine", "all"] | list[Mode] = Field(
+        default="refine", description="One mode, all three, or a list of modes (as a command "
+        "records what ran: an ablation's plan-first and refine, a table3 cell's modes).")
     domain: str | None = None
     split: str | None = None
     tasks: str | None = Field(
@@ -154,8 +159,17 @@ class RunConfig(RunSettings):
             return str(value)
         return value
 
+    @field_validator("mode")
+    @classmethod
+    def _some_mode(cls, value: Any) -> Any:
+        if isinstance(value, list) and (not value or len(set(value)) < len(value)):
+            raise ValueError("give each mode once, and at least one")
+        return value
+
     @property
     def modes(self) -> list[str]:
+        if isinstance(self.mode, list):
+            return list(self.mode)
         return list(MODES) if self.mode == "all" else [self.mode]
 
     @field_validator("task_ids", mode="before")
