@@ -201,17 +201,6 @@ def test_retry_errors_bypasses_the_cache_on_both_backends(gold_stub, tmp_path, l
 # ---- the rest of the flag matrix ------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_ablate_strategies_agree(tmp_path, local_ray, worker_roles):
-    # Known: run after the scripted-flag cases below in one process, the threads run takes one
-    # executor and one user turn more than Ray (alone, and from a fresh process, they agree):
-    # state left in this process by an earlier case, not yet found. It runs first until then.
-    result = assert_same(tmp_path, *SCRIPTED, "--no-cache", "--strategies", "anti-leak,none",
-                         command="ablate")
-    strategies = Counter(r["key"]["strategy"] for r in result["records"].values())
-    assert strategies == {"": 2, "anti-leak": 2, "none": 2}
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize("flags", [
     ["--mode", "all", "--no-judge"],
     ["--mode", "all", "--judge"],
@@ -223,6 +212,14 @@ def test_scripted_flags_agree(tmp_path, local_ray, worker_roles, flags):
     assert result["records"] and all(r["status"] == "ok" for r in result["records"].values())
     judged = [r["judge_p0"] is not None for r in result["records"].values() if r["key"]["mode"] != "direct"]
     assert all(judged) == ("--no-judge" not in flags)
+
+
+@pytest.mark.slow
+def test_ablate_strategies_agree(tmp_path, local_ray, worker_roles):
+    result = assert_same(tmp_path, *SCRIPTED, "--no-cache", "--strategies", "anti-leak,none",
+                         command="ablate")
+    strategies = Counter(r["key"]["strategy"] for r in result["records"].values())
+    assert strategies == {"": 2, "anti-leak": 2, "none": 2}
 
 
 @pytest.mark.slow

@@ -87,7 +87,7 @@ class EpisodeContext:
     def client(self, purpose: str) -> ChatModel:
         """A client for ``purpose``, answered by its role's model (``runtime.llm.roles``)."""
         context = {"env": self.key.env, "domain": self.key.domain, "task_id": self.key.task_id,
-                   "mode": self.key.mode, "trial": self.key.trial}
+                   "mode": self.key.mode, "strategy": self.key.strategy, "trial": self.key.trial}
         return self.layer.client(PURPOSES[purpose].role, purpose, self.meter, seed=self.seed,
                                  context=context, refresh=self.refresh_cache)
 

@@ -47,7 +47,7 @@ litellm.drop_params = True
 CALL_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
     "runtime_call_context", default={}
 )
-"""Who is calling (role, purpose, task, trial). Never sent to a provider; in-process test
+"""Who is calling (role, purpose, task, mode, strategy, trial). Never sent to a provider; in-process test
 doubles read it to know which script to replay."""
 
 UNCACHED_PROVIDERS = ("scripted/",)
