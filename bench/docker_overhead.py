@@ -34,7 +34,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from envs import docker as dl  # noqa: E402
 from envs.server_client import ServerCommand  # noqa: E402

@@ -10,7 +10,16 @@ or ``runtime`` (environments know nothing of plans), which an import-linter cont
 
 import os
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import time
+
+def use_bundled_price_map() -> None:
+    """Tell litellm to read its bundled price map instead of fetching one from the network when
+    it is imported. The one place the project's packages set this: it must run before anything
+    imports litellm (τ²'s user simulator and metrics do, on import), so this package, which every
+    other one imports first, calls it on import; ``runtime`` calls it again to say so."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+use_bundled_price_map()
 
 from envs.base import (  # noqa: E402
     AgentTurn,

@@ -12,9 +12,10 @@ scrubbing (``scrub``), loguru's sinks (``logs``) and what a run folder says (``r
 May import: ``critique``, ``planners``, ``evrcore`` and ``envs``; never ``testkit``.
 
 Importing litellm fetches a price map from the network unless told to use its bundled copy;
-every entry point imports this package first, so set that here, before anything imports litellm.
+every entry point imports this package first, so that is settled here
+(``envs.use_bundled_price_map``), before anything imports litellm.
 """
 
-import os
+from envs import use_bundled_price_map
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+use_bundled_price_map()

@@ -16,12 +16,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, EMBEDDED_STAGE_MAX_TOKENS, RunConfig, UsageError
+from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 from runtime.episode.services import Services, planner_factory, register_providers
 from runtime.episode.spec import RunSpec, check_size
 from runtime.llm.layer import ModelSpec
+from runtime.llm.roles import EMBEDDED_STAGE_MAX_TOKENS, ROLES, any_configured, resolve
 from runtime.logs import log_to, quiet_loguru
-from runtime.records import EpisodeKey
+from runtime.records import MODES, EpisodeKey
 from runtime.store import RunStore
 
 DEFAULT_MAX_STEPS = 100
@@ -71,6 +72,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     from runtime.llm.layer import ModelConfigError, ModelLayer, ResponseCache, check_credentials
 
     modes = modes or config.modes
+    run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
+    config = recorded_modes(config, modes)
     specs, embedded = model_specs(config)
     if embedded:
         say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
@@ -108,7 +111,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     except (EnvError, ModelConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
 
-    run_id = config.run_id or run_id_prefix + default_run_id(config.env, domain, config.mode,
+    run_id = config.run_id or run_id_prefix + default_run_id(config.env, domain, run_mode,
                                                              specs["model"].model)
     out = config.out or Path("runs") / run_id
     cache_dir = config.cache_dir or out.parent / ".cache"
@@ -150,6 +153,15 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     return run
 
 
+def recorded_modes(config: RunConfig, modes: list[str]) -> RunConfig:
+    """``config`` as it ran: its ``mode`` says the modes ``modes`` (a command's own choice, such
+    as ablate's plan-first and refine or a table3 cell's) when they are not the config's."""
+    if modes == config.modes:
+        return config
+    mode = "all" if modes == list(MODES) else modes[0] if len(modes) == 1 else list(modes)
+    return config.model_copy(update={"mode": mode})
+
+
 def open_folder(path: Path, option: str, make: Callable[[Path], object]):
     """``make(path)``, a folder-backed object; a path that cannot be a writable folder (a file,
     a file among its parents, a read-only or virtual file system) is a usage error."""
@@ -165,12 +177,8 @@ def open_folder(path: Path, option: str, make: Callable[[Path], object]):
 
 def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     """The model of each role, and whether all of them fell back to the embedded model."""
-    embedded = not any([config.model, config.critic_model, config.judge_model, config.user_model])
-    model = config.model or EMBEDDED_MODEL
-    critic = config.critic_model or model
-    judge = config.judge_model or critic
-    auditor = config.auditor_model or judge
-    user = config.user_model or model
+    configured = {role: getattr(config, role) for role in ROLES}
+    models = resolve(configured, EMBEDDED_MODEL)
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
         max_tokens, stages = config.max_tokens, ()
@@ -181,13 +189,10 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
                          max_tokens=max_tokens, timeout=config.request_timeout,
                          stage_max_tokens=stages)
 
-    return {
-        "model": spec(model, config.api_base),
-        "critic_model": spec(critic, config.critic_api_base or config.api_base),
-        "judge_model": spec(judge, config.critic_api_base or config.api_base),
-        "auditor_model": spec(auditor, config.critic_api_base or config.api_base),
-        "user_model": spec(user, config.user_api_base or config.api_base),
-    }, embedded
+    endpoint = {"model": config.api_base, "user_model": config.user_api_base or config.api_base}
+    critic_endpoint = config.critic_api_base or config.api_base  # the critic, judge and auditor
+    return ({role: spec(models[role], endpoint.get(role, critic_endpoint)) for role in ROLES},
+            not any_configured(configured))
 
 
 def self_review_note(config: RunConfig, modes: list[str], strategies: list[str],
@@ -217,6 +222,7 @@ def judge_on(config: RunConfig, embedded: bool) -> bool:
     return EMBEDDED_DEFAULTS["judge"] if embedded else True
 
 
-def default_run_id(env: str, domain: str, mode: str, model: str) -> str:
+def default_run_id(env: str, domain: str, mode: str | list[str], model: str) -> str:
+    mode = mode if isinstance(mode, str) else "-".join(mode)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-")
     return f"{env}-{domain}-{mode}-{slug}"

@@ -21,6 +21,7 @@ from runtime import backends
 from runtime.batch import RunStopped, pending
 from runtime.build import Run
 from runtime.config import UsageError
+from runtime.llm.roles import PURPOSES
 from runtime.records import EpisodeRecord
 from runtime.scrub import protect_console, scrub
 
@@ -31,12 +32,6 @@ EMBEDDED_NOTE = (
     "Real results need a real model."
 )
 INTERRUPTED = "interrupted: finished records are saved; run the same command again to resume"
-
-
-STAGE_WORDS = {"user": "simulated user", "planner": "writing plan p0", "judge": "judging a plan",
-               "critic": "critiquing p0", "self-critic": "critiquing p0", "reviser": "revising p0 into p1",
-               "executor": "executing the plan"}
-"""What each model call's purpose means to a person watching the progress bar."""
 
 
 def guarded(body: Callable[[], int]) -> int:
@@ -103,7 +98,7 @@ def run_with_progress(run: Run, console: Console) -> None:
 
         def show_stage(purpose: str, request: dict) -> None:
             # Episodes take minutes on a small local model: say what is happening meanwhile.
-            stage = STAGE_WORDS.get(purpose, purpose)
+            stage = PURPOSES[purpose].words if purpose in PURPOSES else purpose
             progress.update(bar, stage=f"model call {next(calls)}: {stage}")
 
         layer = run.services.layer  # the threads' layer; Ray workers have their own

@@ -34,13 +34,6 @@ keeps the whole run to minutes where airline's 5,000-token policy would take mos
 The plan judge is off (``--judge`` turns it on): its prompts carry the whole supervision and
 cost about a third of the run (``bench/RESULTS.md``)."""
 
-EMBEDDED_STAGE_MAX_TOKENS = {"user": 64, "executor": 128, "judge": 128, "critic": 160,
-                             "self-critic": 160, "planner": 256, "reviser": 256}
-"""Answer budgets per stage on the embedded model (unless ``--max-tokens`` is given). Generating
-is where its time goes (about 20 tokens a second), and SmolLM2 rarely stops on its own: it
-fills whatever budget it gets. A user turn or a tool call needs a sentence; a plan, a few."""
-
-
 class RunSettings(BaseModel):
     """The settings every run shares, whichever command makes it (``validate``, ``ablate``, each
     cell of ``table3``): models and endpoints, sampling, trials, concurrency, limits, where env
@@ -116,11 +109,16 @@ class RunSettings(BaseModel):
         return value
 
 
+Mode = Literal["direct", "plan-first", "refine"]
+
+
 class RunConfig(RunSettings):
     """One run: the shared settings plus what picks its environment, modes, tasks and model."""
 
     env: Literal[ENV_NAMES] = "tau2"  # type: ignore[valid-type]
-    mode: Literal["direct", "plan-first", "refine", "all"] = "refine"
+    mode: Literal["direct", "plan-first", "refine", "all"] | list[Mode] = Field(
+        default="refine", description="One mode, all three, or a list of modes (as a command "
+        "records what ran: an ablation's plan-first and refine, a table3 cell's modes).")
     domain: str | None = None
     split: str | None = None
     tasks: str | None = Field(
@@ -161,8 +159,17 @@ class RunConfig(RunSettings):
             return str(value)
         return value
 
+    @field_validator("mode")
+    @classmethod
+    def _some_mode(cls, value: Any) -> Any:
+        if isinstance(value, list) and (not value or len(set(value)) < len(value)):
+            raise ValueError("give each mode once, and at least one")
+        return value
+
     @property
     def modes(self) -> list[str]:
+        if isinstance(self.mode, list):
+            return list(self.mode)
         return list(MODES) if self.mode == "all" else [self.mode]
 
     @field_validator("task_ids", mode="before")

@@ -22,6 +22,7 @@ from rich.table import Table
 from runtime import config as cfg
 from runtime.args import command_parser
 from runtime.build import build_run
+from runtime.llm.roles import PURPOSES, ROLES, resolve
 from runtime.logs import quiet_loguru
 from runtime.cli import error_rate_exit, execute, finished_records, guarded
 from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
@@ -156,8 +157,6 @@ CALLS = {"direct": {"executor": 12, "user": 8},
          "refine": {"planner": 0, "judge": 1, "critic": 1, "auditor": 1, "reviser": 1, "executor": 12, "user": 8}}
 TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (7000, 400), "judge": (7000, 300), "auditor": (2500, 60),
           "executor": (7000, 150), "user": (1500, 60)}
-ROLE_OF = {"planner": "model", "reviser": "model", "executor": "model", "critic": "critic",
-           "judge": "judge", "auditor": "auditor", "user": "user"}
 
 
 def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
@@ -175,10 +174,7 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
     for cell in config.environments:
         n_tasks = sum(len(v) for v in sample.get(cell.env, {}).values())
         for model in config.models:
-            roles = {"model": model, "critic": config.critic_model or model,
-                     "judge": config.judge_model or config.critic_model or model,
-                     "auditor": config.auditor_model or config.judge_model or config.critic_model or model,
-                     "user": config.user_model or model}
+            roles = resolve({role: getattr(config, role) for role in ROLES if role != "model"}, model)
             episodes = n_tasks * config.trials * len(config.modes)
             calls = cost = 0.0
             for mode in config.modes:
@@ -187,7 +183,7 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
                         continue
                     n = count * n_tasks * config.trials
                     calls += n
-                    who = roles[ROLE_OF[purpose]]
+                    who = roles[PURPOSES[purpose].role]
                     p = price(who)
                     if p is None:
                         unpriced.add(who)

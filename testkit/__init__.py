@@ -8,3 +8,7 @@ controls, the planner conformance kit, and ``run_scripted`` (a real command with
 May import: every layer below it (``runtime``, ``critique``, ``planners``, ``evrcore``, ``envs``);
 nothing of the project imports ``testkit``.
 """
+
+from envs import use_bundled_price_map
+
+use_bundled_price_map()  # before ``scripted`` imports litellm

@@ -46,7 +46,9 @@ class GoldReplay:
         purpose = context.get("purpose")
         if purpose == "user" and _is_opening(request):
             return text(opening_words(task))
-        episode = (context["domain"], context["task_id"], context.get("trial"), context.get("mode"))
+        # one cursor per episode: an ablation runs refine once per strategy, at the same time
+        episode = (context["domain"], context["task_id"], context.get("trial"), context.get("mode"),
+                   context.get("strategy"))
         with self._lock:
             if purpose == "executor" and _is_first_agent_turn(request):
                 self._cursors[episode] = _Cursor(actions=self._actions(context["domain"], task))

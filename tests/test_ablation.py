@@ -68,6 +68,14 @@ def test_strategies_execute_from_the_same_p0(ablation_run):
         assert guarded["score"] <= leaky["score"]
 
 
+def test_run_json_records_both_modes_that_ran(ablation_run):
+    code, out, _, records, _ = ablation_run
+    assert code == 0 and {r["key"]["mode"] for r in records} == {"plan-first", "refine"}
+    (invocation,) = json.loads((out / "run.json").read_text())["invocations"]
+    assert invocation["config"]["mode"] == ["plan-first", "refine"]
+    assert invocation["modes"] == ["plan-first", "refine"]
+
+
 def test_anti_leak_critique_reaches_the_reviser_without_supervision_values(ablation_run):
     _, _, tasks, records, seen = ablation_run
     env = Tau2Environment()

@@ -85,3 +85,31 @@ def test_every_package_says_what_lives_there_and_what_it_may_import():
     for pkg in PACKAGES:
         doc = ast.get_docstring(ast.parse((REPO / pkg / "__init__.py").read_text(encoding="utf-8")))
         assert doc and "import" in doc, f"{pkg}/__init__.py needs a docstring naming what it may import"
+
+
+PRICE_MAP = "LITELLM_LOCAL_MODEL_COST_MAP"
+
+
+def test_the_price_map_switch_is_set_in_one_place():
+    setters = sorted(str(p.relative_to(REPO)) for p in _modules() if PRICE_MAP in p.read_text())
+    assert setters == ["envs/__init__.py"]
+
+
+@pytest.mark.parametrize("entry", ["testkit.scripted", "runtime.llm.layer", "envs.tau2"])
+def test_litellm_is_imported_after_the_switch_is_set(entry):
+    # litellm fetches its price map from the network at import unless the switch is already set
+    probe = (
+        "import os, sys\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'litellm':\n"
+        f"            print('switch at litellm import:', os.environ.get('{PRICE_MAP}'))\n"
+        "            sys.meta_path.remove(self)\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        f"import {entry}\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "switch at litellm import: True" in out.stdout

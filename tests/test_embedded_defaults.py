@@ -12,7 +12,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from runtime import config as cfg  # noqa: E402
 from runtime.build import judge_on, model_specs  # noqa: E402
-from runtime.config import EMBEDDED_MODEL, EMBEDDED_STAGE_MAX_TOKENS  # noqa: E402
+from runtime.config import EMBEDDED_MODEL  # noqa: E402
+from runtime.llm.roles import EMBEDDED_STAGE_MAX_TOKENS  # noqa: E402
 from runtime.llm.layer import Meter, ModelLayer  # noqa: E402
 from runtime.validate import load_config, parser  # noqa: E402
 
@@ -51,6 +52,25 @@ def test_an_explicit_max_tokens_wins_over_stage_budgets() -> None:
 
 def test_a_real_model_gets_no_budget_of_ours() -> None:
     assert sent_max_tokens(settings("--model", "openai/gpt-4o"), "model", "executor") is None
+
+
+def test_an_auditor_model_alone_is_no_embedded_run() -> None:
+    # "embedded" means every role fell back to the embedded model; a configured auditor did not
+    specs, embedded = model_specs(settings("--auditor-model", "openai/gpt-4o"))
+    assert embedded is False
+    assert specs["auditor_model"].model == "openai/gpt-4o"
+    assert specs["judge_model"].model == specs["model"].model == EMBEDDED_MODEL
+    assert model_specs(settings())[1] is True
+
+
+def test_unconfigured_roles_fall_back_along_one_chain() -> None:
+    # critic -> model, judge -> critic, auditor -> judge, user -> model
+    specs, _ = model_specs(settings("--model", "openai/m", "--critic-model", "openai/c"))
+    assert {role: s.model for role, s in specs.items()} == {
+        "model": "openai/m", "critic_model": "openai/c", "judge_model": "openai/c",
+        "auditor_model": "openai/c", "user_model": "openai/m"}
+    specs, _ = model_specs(settings("--model", "openai/m", "--judge-model", "openai/j"))
+    assert (specs["critic_model"].model, specs["auditor_model"].model) == ("openai/m", "openai/j")
 
 
 def test_user_turns_are_budgeted_below_plans() -> None:

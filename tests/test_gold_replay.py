@@ -86,3 +86,26 @@ def test_dropping_last_write_scores_zero_every_task(tmp_path, domain):
     scores = _replay(tmp_path, domain, ids, GoldReplay(drop_last_write=True), f"sabotage-{domain}")
     passing = {i: s for i, s in scores.items() if s != 0.0}
     assert not passing, f"{len(passing)} of {len(ids)} sabotaged {domain} tasks still scored: {passing}"
+
+
+def test_episodes_that_differ_only_in_strategy_keep_their_own_place():
+    # An ablation runs refine once per strategy, concurrently: one episode's first turn must not
+    # rewind another's script (it made the user ask "what next?" after the task was done).
+    from testkit.gold import STOP
+
+    gold, task = GoldReplay(), "create_task_1"
+    first = [{"role": "system", "content": "policy"}, {"role": "user", "content": "please"}]
+    second = first + [{"role": "assistant", "content": None},
+                      {"role": "tool", "content": "ok", "tool_call_id": "1"}]
+    user_turn = [{"role": "system", "content": "you are a user"}, {"role": "user", "content": "hi"},
+                 {"role": "assistant", "content": "done"}]
+
+    def ask(strategy: str, purpose: str, messages: list) -> dict:
+        context = {"domain": "mock", "task_id": task, "trial": 0, "mode": "refine",
+                   "strategy": strategy, "purpose": purpose}
+        return gold({"messages": messages}, context)
+
+    assert ask("anti-leak", "executor", first)["tool_calls"]
+    assert not ask("anti-leak", "executor", second).get("tool_calls")  # the closing words
+    assert ask("none", "executor", first)["tool_calls"]  # the other strategy's episode starts
+    assert ask("anti-leak", "user", user_turn)["content"] == STOP

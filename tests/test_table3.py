@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -139,3 +140,8 @@ out: {out}
     log = (out / "run.log").read_text()
     missing = [r["record_id"] for r in records if r["opening_request"].split("\n")[0][:60] not in log]
     assert not missing, f"no run.log lines for {missing}"
+    # run.json records what each cell ran: the table's modes, not the cell config's default "all"
+    invocations = json.loads((out / "run.json").read_text())["invocations"]
+    assert len(invocations) == 2
+    assert [i["config"]["mode"] for i in invocations] == ["direct", "direct"]
+    assert [i["modes"] for i in invocations] == [["direct"], ["direct"]]

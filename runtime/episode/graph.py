@@ -39,6 +39,7 @@ from runtime.episode.executor import Executor
 from runtime.episode.simulated_user import SimulatedUser
 from runtime.failures import error_kind
 from runtime.llm.layer import Meter, ModelLayer
+from runtime.llm.roles import PURPOSES, critique_purpose
 from runtime.records import EpisodeKey, StageError
 
 PlannerFactory = Callable[[ChatModel], Planner]
@@ -83,11 +84,12 @@ class EpisodeContext:
     refresh_cache: bool = False
     """Ignore cached model replies (an errored episode being re-run)."""
 
-    def client(self, role: str, purpose: str) -> ChatModel:
+    def client(self, purpose: str) -> ChatModel:
+        """A client for ``purpose``, answered by its role's model (``runtime.llm.roles``)."""
         context = {"env": self.key.env, "domain": self.key.domain, "task_id": self.key.task_id,
-                   "mode": self.key.mode, "trial": self.key.trial}
-        return self.layer.client(role, purpose, self.meter, seed=self.seed, context=context,
-                                 refresh=self.refresh_cache)
+                   "mode": self.key.mode, "strategy": self.key.strategy, "trial": self.key.trial}
+        return self.layer.client(PURPOSES[purpose].role, purpose, self.meter, seed=self.seed,
+                                 context=context, refresh=self.refresh_cache)
 
 
 def _node(stage: str, fn: Callable[[EpisodeState, EpisodeContext], dict[str, Any]]):
@@ -119,7 +121,7 @@ def shared(ctx: EpisodeContext, kind: str, key: dict[str, Any], make: Callable[[
 def prepare(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key = ctx.key
     view, supervision = ctx.env.load(key.domain, key.task_id)
-    user = SimulatedUser(ctx.client("user_model", "user"))
+    user = SimulatedUser(ctx.client("user"))
     opening_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id,
                    "user_model": ctx.layer.specs["user_model"].model, "trial": key.trial}
     opening, update = shared(ctx, "opening", opening_key,
@@ -130,7 +132,7 @@ def prepare(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
 
 def plan(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key, view = ctx.key, state["view"]
-    planner = ctx.make_planner(ctx.client("model", "planner"))
+    planner = ctx.make_planner(ctx.client("planner"))
     p0_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "model": key.model,
               "planner": ctx.planner_name, "trial": key.trial,
               "opening": hashlib.sha256((view.opening_request or "").encode()).hexdigest()}
@@ -140,7 +142,7 @@ def plan(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
 
 def judge_p0(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key, p0 = ctx.key, state["p0"]
-    judge = PlanJudge(ctx.client("judge_model", "judge"))
+    judge = PlanJudge(ctx.client("judge"))
     judge_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "trial": key.trial,
                  "judge_model": ctx.layer.specs["judge_model"].model,
                  "p0": hashlib.sha256(p0.model_dump_json().encode()).hexdigest()}
@@ -154,12 +156,12 @@ def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     strategy = ctx.strategy
     if strategy.critic_role is None:
         return {}
-    purpose = "critic" if strategy.critic_role == "critic_model" else "self-critic"
+    purpose = critique_purpose(strategy.critic_role)
     settings = strategy.settings
     auditor = None
     if ctx.auditor and settings.guarded and settings.sees_supervision:
-        auditor = LeakAuditor(ctx.client("auditor_model", "auditor"))
-    critic = strategy.critic(ctx.client(strategy.critic_role, purpose), auditor=auditor)
+        auditor = LeakAuditor(ctx.client("auditor"))
+    critic = strategy.critic(ctx.client(purpose), auditor=auditor)
     supervision = state["supervision"] if strategy.settings.sees_supervision else None
     return {"critic": critic.critique(state["view"], supervision, state["p0"])}
 
@@ -167,21 +169,21 @@ def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
 def revise(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     if "critic" not in state:  # the negative control: nothing to revise from
         return {"p1": state["p0"].model_copy(deep=True)}
-    planner = ctx.make_planner(ctx.client("model", "reviser"))
+    planner = ctx.make_planner(ctx.client("reviser"))
     return {"p1": planner.revise(state["view"], state["p0"], state["critic"].critique,
                                  reviewer=ctx.strategy.reviewer)}
 
 
 def judge_p1(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
-    judge = PlanJudge(ctx.client("judge_model", "judge"))
+    judge = PlanJudge(ctx.client("judge"))
     return {"judge_p1": judge.judge(state["view"], state["supervision"], state["p1"])}
 
 
 def execute(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key, view = ctx.key, state["view"]
     plan_used = state.get("p1") or state.get("p0")
-    executor = Executor(view, plan_used, ctx.client("model", "executor"))
-    user = SimulatedUser(ctx.client("user_model", "user"))
+    executor = Executor(view, plan_used, ctx.client("executor"))
+    user = SimulatedUser(ctx.client("user"))
     trajectory = ctx.env.play(key.domain, key.task_id, view.opening_request or "",
                               executor, user, ctx.seed, ctx.max_steps)
     return {"trajectory": trajectory}

@@ -45,7 +45,7 @@ class RunSpec(BaseModel):
     trials: int = 1
     seed: int = 0
     models: dict[str, ModelSpec]
-    """The model of each role (``runtime.llm.layer.ROLES``)."""
+    """The model of each role (``runtime.llm.roles.ROLES``)."""
     planner: str = "llm"
     """The planner's name or ``package.module:Class`` (``planners.registry``)."""
     strategies: list[str] = Field(default_factory=lambda: ["anti-leak"])

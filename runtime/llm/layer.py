@@ -2,8 +2,8 @@
 
 One place adds what a long benchmark run needs around a chat completion:
 
-* roles (``model``, ``critic_model``, ``judge_model``, ``user_model``) each with its own
-  litellm model name, endpoint and sampling settings;
+* roles (``runtime.llm.roles``: ``model``, ``critic_model``, ``judge_model``, ``auditor_model``,
+  ``user_model``) each with its own litellm model name, endpoint and sampling settings;
 * retries with exponential backoff on rate limits, 5xx, connection errors, timeouts and
   malformed responses (HTTP 200 with no choices), which are never cached;
 * failing fast: bad credentials stop the run at once, and a circuit breaker
@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
-import os
 import random
 import re
 import sqlite3
@@ -35,24 +34,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import litellm
 
-import litellm  # noqa: E402
-
-from evrcore.chat import ChatReply  # noqa: E402
-from runtime.llm.breaker import CircuitBreaker  # noqa: E402
-from runtime.scrub import scrub  # noqa: E402
+from evrcore.chat import ChatReply
+from runtime.llm.breaker import CircuitBreaker
+from runtime.llm.roles import ROLES
+from runtime.scrub import scrub
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True
 
-ROLES = ("model", "critic_model", "judge_model", "auditor_model", "user_model")
-"""``model`` is the tested model: planner, reviser and executor."""
-
 CALL_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar(
     "runtime_call_context", default={}
 )
-"""Who is calling (role, purpose, task, trial). Never sent to a provider; in-process test
+"""Who is calling (role, purpose, task, mode, strategy, trial). Never sent to a provider; in-process test
 doubles read it to know which script to replay."""
 
 UNCACHED_PROVIDERS = ("scripted/",)
