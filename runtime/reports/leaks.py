@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from runtime.reports.arm_table import arm_table
+
 from runtime.records import EpisodeRecord
 
 COLUMNS = ("critiques", "guard_fired", "retried", "redacted", "rule_findings", "auditor_findings", "residual")
@@ -38,16 +40,13 @@ def leak_figures(part: pd.DataFrame) -> dict[str, int]:
 
 def leak_table(by_arm: dict[str, Any], title: str) -> Table | None:
     """The CLI's leak table; ``None`` when no arm made a critique."""
-    if not any(row.get("leak_critiques") for row in by_arm.values()):
-        return None
-    table = Table(title=f"{title} — leak guard")
-    for col in ("arm", "critiques", "guard fired", "retried", "redacted", "residual leaks"):
-        table.add_column(col, justify="left" if col == "arm" else "right")
-    for name, row in by_arm.items():
-        if row.get("leak_critiques"):
-            table.add_row(name, str(row["leak_critiques"]), str(row["guard_fired"]),
-                          str(row["leak_retried"]), str(row["leak_redacted"]), str(row["leak_residual"]))
-    return table
+    def cells(row: dict[str, Any]) -> list[str] | None:
+        if not row.get("leak_critiques"):
+            return None
+        return [str(row[k]) for k in ("leak_critiques", "guard_fired", "leak_retried", "leak_redacted", "leak_residual")]
+
+    return arm_table(f"{title} — leak guard", ["critiques", "guard fired", "retried", "redacted", "residual leaks"],
+                     by_arm, cells)
 
 
 def markdown_section(df: pd.DataFrame) -> str:

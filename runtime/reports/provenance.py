@@ -14,6 +14,8 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from runtime.reports.arm_table import arm_table
+
 from runtime.records import EpisodeRecord
 
 NOTE = ("Provenance audit: a supervision-only value (from the reference actions, expected outcomes or the "
@@ -85,16 +87,14 @@ def provenance_figures(part: pd.DataFrame) -> dict[str, Any]:
 
 def provenance_table(by_arm: dict[str, Any], title: str) -> Table | None:
     """The CLI's provenance table; ``None`` when no episode was audited."""
-    if not any(row.get("provenance_audited") for row in by_arm.values()):
-        return None
-    table = Table(title=f"{title} — provenance audit (unexplained supervision-only values)")
-    for col in ("arm", "audited", "unexplained values", "episodes affected", "rate", "beyond plan-first"):
-        table.add_column(col, justify="left" if col == "arm" else "right")
-    for name, row in by_arm.items():
-        if row.get("provenance_audited"):
-            table.add_row(name, str(row["provenance_audited"]), str(row["provenance_unexplained"]),
-                          str(row["provenance_affected"]), f"{row['provenance_rate']:.1%}", _beyond(row))
-    return table
+    def cells(row: dict[str, Any]) -> list[str] | None:
+        if not row.get("provenance_audited"):
+            return None
+        return [str(row["provenance_audited"]), str(row["provenance_unexplained"]),
+                str(row["provenance_affected"]), f"{row['provenance_rate']:.1%}", _beyond(row)]
+
+    return arm_table(f"{title} — provenance audit (unexplained supervision-only values)",
+                     ["audited", "unexplained values", "episodes affected", "rate", "beyond plan-first"], by_arm, cells)
 
 
 def _beyond(row: dict[str, Any]) -> str:
