@@ -86,6 +86,8 @@ _CUE = re.compile(r"\b(?:end(?:s|ing)?|contain(?:s|ing)?|start(?:s|ing)?|begin(?
                   r"|\b(?:position|digit|character|place)\s+(?:no\.?\s*|number\s+)?\d{1,2}\s+(?:is|=|:)\W*$"
                   r"|\b(?:last|first|final|leading|trailing)\s+(?:\w+\s+)?(?:digits?|characters?|letters?)\W*(?:are|is|of)?\W*$", re.I)
 _CUE_AFTER = re.compile(r"[\W_]{0,3}\s+(?:in the middle|somewhere inside|inside it)\b", re.I)
+_LISTING_GAP = re.compile(r"[\s`'\",]*(?:(?:and|or)\s+)?[\s`'\"]*", re.I)
+"""Between two names of a plain listing: commas, 'and', quotes — not 'then', arrows or numbers."""
 _LIST_MARKER = re.compile(r"(?:^|\n)\s*[(\[]?$")
 
 
@@ -316,7 +318,7 @@ class LeakGuard:
 
     def _sequence(self, text: str):
         named = forms.tool_mentions(text, self._tool_keys)
-        mentions = sorted(set(self._not_listings(named)) | set(self._prose_mentions(text, named)))
+        mentions = sorted(set(self._not_listings(text, named)) | set(self._prose_mentions(text, named)))
         if len(mentions) < 2:
             return None
         if len(self.sequence) < 2:
@@ -391,7 +393,7 @@ class LeakGuard:
             return tuple(run), [(s, e) for s, e, n in order if n in later]
         return None
 
-    def _not_listings(self, mentions):
+    def _not_listings(self, text: str, mentions):
         """Mentions outside a listing of the offered tools (four or more named in the view's own
         order, or three or more in alphabetical order, separated by commas or 'and'): naming
         what the task offers tells nothing."""
@@ -405,7 +407,9 @@ class LeakGuard:
         for group in groups:
             idx = [self._offered.index(n) if n in self._offered else -1 for _, _, n in group]
             names = [n for _, _, n in group]
-            alphabetical = len(group) >= 3 and names == sorted(names) and len(set(names)) == len(names)
+            plain = all(_LISTING_GAP.fullmatch(text[a[1]:b[0]]) for a, b in zip(group, group[1:])) and \
+                not any(forms.step_number(text, m[0]) is not None for m in group)
+            alphabetical = plain and len(group) >= 3 and names == sorted(names) and len(set(names)) == len(names)
             listing = (len(group) >= 4 and -1 not in idx and idx == sorted(idx)) or alphabetical
             if not listing:
                 keep += group
