@@ -276,5 +276,16 @@ class EnvError(Exception):
     """Base for environment errors that the CLI turns into a one-line message."""
 
 
+class TurnRefused(Exception):
+    """The runtime refused a model turn because the episode reached one of its limits (tokens,
+    cost, time). Not a failure: the environment ends its play there, as it ends an episode out
+    of steps, with ``termination`` as the trajectory's termination, and scores it as it scores
+    any unfinished episode."""
+
+    def __init__(self, termination: str, detail: str = ""):
+        super().__init__(detail or termination)
+        self.termination = termination
+
+
 class UnknownTaskError(EnvError, ValueError):
     """A domain, split or task id the environment does not have."""

@@ -45,6 +45,7 @@ from envs.base import (
     TaskView,
     ToolSchema,
     Trajectory,
+    TurnRefused,
     UnknownTaskError,
 )
 
@@ -57,6 +58,7 @@ ErrorType = Literal[
     "unknown_task",     # a domain, split or task id the environment does not have
     "startup_failed",   # the environment could not be built (import error, missing data, ...)
     "callback_failed",  # the runtime could not answer a callback; the op was abandoned
+    "turn_refused",     # the runtime refused the turn (the episode's limit): the play ends there
     "env_error",        # the environment raised one of its own EnvErrors
     "internal",         # anything else (with a traceback)
 ]
@@ -258,6 +260,8 @@ class ServerConnection:
         if not isinstance(reply, CallbackReply) or reply.id != cid:
             raise ProtocolError(f"expected callback_reply {cid}, got {reply.kind} {getattr(reply, 'id', '?')}")
         if reply.error is not None:
+            if reply.error.type == "turn_refused":
+                raise TurnRefused(reply.error.message)
             raise CallbackFailed(f"{reply.error.type}: {reply.error.message}")
         return TurnResult.model_validate(reply.result or {}).message
 

@@ -41,6 +41,7 @@ from envs.base import (
     TaskSelection,
     TaskView,
     Trajectory,
+    TurnRefused,
     UnknownTaskError,
     UserTurn,
 )
@@ -233,6 +234,9 @@ class EnvServer:
                 message = user(args.system_prompt, args.messages, args.tools)
             result = p.TurnResult(message=message).model_dump(mode="json")
             return p.CallbackReply(id=callback.id, result=result), None
+        except TurnRefused as exc:  # the episode's limit: the server ends the play there
+            return p.CallbackReply(id=callback.id, error=p.ErrorInfo(type="turn_refused",
+                                                                      message=exc.termination)), None
         except Exception as exc:  # noqa: BLE001 - reported to the server, re-raised after
             info = p.ErrorInfo(type="callback_failed", message=f"{type(exc).__name__}: {exc}"[:2000])
             return p.CallbackReply(id=callback.id, error=info), exc

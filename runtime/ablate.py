@@ -16,11 +16,12 @@ import sys
 from typing import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from critique.strategies import STRATEGIES
 from runtime import validate
 from runtime.build import build_run
-from runtime.cli import error_rate_exit, execute, guarded, write_summary
+from runtime.cli import error_rate_exit, execute, guarded, write_report, write_summary
 from runtime.config import UsageError
 from runtime.reports.ablation import ablation_table, write_table
 from runtime.reports.summary import frame
@@ -52,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         def finish() -> int:
             records = write_summary(run, console)
             write_table(ablation_table(frame(records)), run.out)
-            console.print(f"ablation table: {run.out / 'ablation.md'}")
+            console.print(escape(f"ablation table: {run.out / 'ablation.md'}"))
+            write_report(run, console)
             return error_rate_exit(records, run.config.max_error_rate)
 
         return execute([run], console, finish)

@@ -24,3 +24,15 @@ class CommandParser(argparse.ArgumentParser):
 
 def command_parser(prog: str, description: str | None = None) -> CommandParser:
     return CommandParser(prog=prog, description=description)
+
+
+def add_budget_options(p: argparse.ArgumentParser) -> None:
+    """The run's money options, shared with table3."""
+    p.add_argument("--max-cost", type=float, metavar="USD",
+                   help="USD the run folder may spend in all: no new episode starts past it "
+                   "(exit 4); the same command with a higher limit resumes")
+    p.add_argument("--price", action="append", metavar="MODEL=IN/OUT",
+                   help="USD per million prompt/completion tokens for a model litellm does not "
+                   "price (repeatable; MODEL=0/0: free)")
+    p.add_argument("--no-report", action="store_true", default=None,
+                   help="do not write the report and episode explorer at the end")

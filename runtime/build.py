@@ -75,6 +75,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
     config = recorded_modes(config, modes)
     specs, embedded = model_specs(config)
+    check_priced(config, specs)
     if embedded:
         say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
             "(pass --model, e.g. --model openai/gpt-4o, to test a real one).[/]")
@@ -136,7 +137,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         run_id=run_id, env=config.env, sandbox=config.sandbox, domain=domain, task_ids=task_ids,
         modes=modes, trials=config.trials, seed=config.seed, models=specs, planner=config.planner,
         strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
-        judge=judge, auditor=not config.no_auditor,
+        judge=judge, auditor=not config.no_auditor, limits=episode_limits(config),
     )
     services = Services(env=env, layer=layer, make_planner=make_planner)
     run = Run(config=config, spec=spec, services=services, store=store, embedded=embedded)
@@ -185,14 +186,39 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
         if max_tokens is None and name == EMBEDDED_MODEL:
             max_tokens = EMBEDDED_DEFAULTS["max_tokens"]
             stages = tuple(EMBEDDED_STAGE_MAX_TOKENS.items())
+        price = config.prices.get(name)
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
                          max_tokens=max_tokens, timeout=config.request_timeout,
-                         stage_max_tokens=stages)
+                         stage_max_tokens=stages,
+                         price=(price.input, price.output) if price is not None else None)
 
     endpoint = {"model": config.api_base, "user_model": config.user_api_base or config.api_base}
     critic_endpoint = config.critic_api_base or config.api_base  # the critic, judge and auditor
     return ({role: spec(models[role], endpoint.get(role, critic_endpoint)) for role in ROLES},
             not any_configured(configured))
+
+
+def check_priced(config: RunConfig, specs: dict[str, ModelSpec]) -> None:
+    """A cost limit needs every role priced: an unpriced model's calls count as $0, so the run
+    could spend without bound under it."""
+    if config.max_cost is None:
+        return
+    from runtime.llm.prices import unpriced_roles
+
+    unpriced = unpriced_roles({role: s.model for role, s in specs.items()}, config.prices)
+    if unpriced:
+        models = sorted(set(unpriced.values()))
+        roles = ", ".join(f"{role} = {model}" for role, model in unpriced.items())
+        raise UsageError(f"--max-cost {config.max_cost:g}: no price known for {roles}; give one "
+                         f"with --price {models[0]}=IN/OUT (USD per million tokens; =0/0 if it is "
+                         "free) or prices: in the config")
+
+
+def episode_limits(config: RunConfig):
+    from runtime.episode.limits import EpisodeLimits
+
+    return EpisodeLimits(max_tokens=config.episode_max_tokens, max_cost=config.episode_max_cost,
+                         timeout_s=config.episode_timeout)
 
 
 def self_review_note(config: RunConfig, modes: list[str], strategies: list[str],

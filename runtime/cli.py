@@ -4,7 +4,9 @@ end-of-run summary. ``validate``, ``ablate`` and ``table3`` share it so they can
 
 Exit codes: 0 done; 2 bad input, a missing key or rejected credentials; 3 the run stopped on an
 endpoint that stays unreachable, or finished with more errored episodes than
-``--max-error-rate`` allows; 130 interrupted. Everything printed passes ``runtime.scrub``.
+``--max-error-rate`` allows; 4 the run stopped at its ``--max-cost`` (resumable); 130
+interrupted. Everything printed passes ``runtime.scrub``; text that is not ours (error messages,
+task ids) is markup-escaped before rich prints it.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import sys
 from typing import Callable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envs.base import EnvError
 from runtime import backends
-from runtime.batch import RunStopped, pending
+from runtime.batch import BUDGET_SPENT, BudgetSpent, RunStopped, pending
+from runtime.batch.budget import cost_of
 from runtime.build import Run
 from runtime.config import UsageError
 from runtime.llm.roles import PURPOSES
@@ -61,6 +65,11 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) ->
         for run in runs:
             run_with_progress(run, console)
         return finish()
+    except BudgetSpent as exc:
+        close_environments(runs)
+        finish()  # the summary and report of what finished
+        print(f"stopped: {scrub(exc.describe())}", file=sys.stderr)
+        return BUDGET_SPENT
     except RunStopped as exc:
         close_environments(runs)
         print(f"error: run stopped: {scrub(str(exc))}; finished records are saved, and the same "
@@ -88,12 +97,23 @@ def run_with_progress(run: Run, console: Console) -> None:
     if store.torn_lines:
         console.print(f"[yellow]warning: {store.torn_lines} unreadable line(s) in "
                       f"{store.records_path} skipped; their episodes run again[/]")
-    console.print(f"run {run.spec.run_id}: {len(keys)} episodes ({len(keys) - len(todo)} "
-                  f"already done) → {store.root}")
+    console.print(f"run {escape(run.spec.run_id)}: {len(keys)} episodes ({len(keys) - len(todo)} "
+                  f"already done) → {escape(str(store.root))}")
+    limit = run.config.max_cost
+    spent = [sum(cost_of(r) for r in store.records())] if limit is not None else [0.0]
+
+    def spend() -> str:
+        return f"${spent[0]:.4f}" + (f" of ${limit:g}" if limit is not None else "")
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("[dim]{task.fields[stage]}"), console=console,
+                  TimeElapsedColumn(), TextColumn("{task.fields[spend]}"),
+                  TextColumn("[dim]{task.fields[stage]}"), console=console,
                   transient=False) as progress:
-        bar = progress.add_task("episodes", total=len(todo), stage="")
+        bar = progress.add_task("episodes", total=len(todo), stage="", spend=spend())
+
+        def done(record: EpisodeRecord) -> None:
+            spent[0] += cost_of(record)
+            progress.update(bar, advance=1, spend=spend())
         calls = itertools.count(1)
 
         def show_stage(purpose: str, request: dict) -> None:
@@ -104,7 +124,7 @@ def run_with_progress(run: Run, console: Console) -> None:
         layer = run.services.layer  # the threads' layer; Ray workers have their own
         layer.observers.append(show_stage)
         try:
-            backends.run_episodes(run, on_done=lambda record: progress.advance(bar))
+            backends.run_episodes(run, on_done=done)
         finally:
             layer.observers.remove(show_stage)
         progress.update(bar, stage="")
@@ -134,10 +154,25 @@ def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
     errors = [r for r in records if r.status == "error"]
     if errors:
         first = errors[0].error
-        console.print(f"{len(errors)} episode(s) errored; first: {first.stage}: {first.type}: "
-                      f"{first.message[:200]} (see records.jsonl)")
-    console.print(f"records: {run.store.records_path}  summary: {run.out / 'summary.json'}")
+        console.print(escape(f"{len(errors)} episode(s) errored; first: {first.stage}: "
+                             f"{first.type}: {first.message[:200]} (see records.jsonl)"))
+    console.print(escape(f"records: {run.store.records_path}  summary: {run.out / 'summary.json'}"))
     return records
+
+
+def write_report(run: Run, console: Console) -> None:
+    """The report and the episode explorer of the run folder (unless ``--no-report``), and as
+    the run's last line, where to open them."""
+    if run.config.no_report:
+        return
+    from runtime.reports import report
+
+    console.print(report_line(report.build(run.out)))
+
+
+def report_line(paths: dict) -> str:
+    """``report: …/report.md  explorer: …/explorer/index.html``, escaped for rich."""
+    return escape(f"report: {paths['markdown']}  explorer: {paths['explorer']}")
 
 
 def error_rate_exit(records: list[EpisodeRecord], max_error_rate: float | None) -> int:

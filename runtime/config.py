@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from envs.registry import SANDBOXES, names
+from runtime.llm.prices import Price, parse_option
 from runtime.records import MODES
 
 ENV_NAMES = names()
@@ -86,6 +87,32 @@ class RunSettings(BaseModel):
     model_concurrency: int | None = Field(
         default=None, ge=1, le=4096, description="At most this many model calls in flight per "
         "provider (endpoint), across every thread and every Ray worker of the run.")
+
+    max_cost: float | None = Field(
+        default=None, gt=0, description="USD the run folder may spend in all: no new episode "
+        "starts once spent cost plus the in-flight episodes' estimate would pass it (exit 4; the "
+        "same command with a higher limit resumes).")
+    episode_max_tokens: int | None = Field(
+        default=None, ge=1, description="Tokens (prompt + completion) one episode may use; "
+        "past it the episode ends unfinished (termination limit:tokens).")
+    episode_max_cost: float | None = Field(
+        default=None, gt=0, description="USD one episode may spend; past it the episode ends "
+        "unfinished (termination limit:cost).")
+    episode_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds one episode may run; past it the episode ends "
+        "unfinished (termination limit:time).")
+    prices: dict[str, Price] = Field(
+        default_factory=dict, description="USD per million tokens by model, 'IN/OUT' or "
+        "{input, output}, for models litellm does not price (0/0: free).")
+    no_report: bool = Field(default=False, description="Do not write the report and episode "
+                            "explorer at the end of the run.")
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {str(model): Price.parse(price) for model, price in value.items()}
 
     def shared(self) -> dict[str, Any]:
         """The shared settings alone, to hand on to a run."""
@@ -222,7 +249,23 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 
+def with_price_options(values: dict[str, Any], options: list[str] | None) -> dict[str, Any]:
+    """``values`` with each ``--price MODEL=IN/OUT`` added to (and overriding) its ``prices``."""
+    if not options:
+        return values
+    prices = dict(values.get("prices") or {})
+    for text in options:
+        try:
+            model, price = parse_option(text)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        prices[model] = price
+    return {**values, "prices": prices}
+
+
 def build(file_values: dict[str, Any], cli_values: dict[str, Any], source: str = "config") -> RunConfig:
+    cli_values = dict(cli_values)
+    file_values = with_price_options(file_values, cli_values.pop("price", None))
     merged = {**file_values, **{k: v for k, v in cli_values.items() if v is not None}}
     try:
         return RunConfig.model_validate(merged)

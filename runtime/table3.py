@@ -17,15 +17,16 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from runtime import config as cfg
-from runtime.args import command_parser
+from runtime.args import add_budget_options, command_parser
 from runtime.build import build_run
 from runtime.llm.roles import PURPOSES, ROLES, resolve
 from runtime.logs import quiet_loguru
-from runtime.cli import error_rate_exit, execute, finished_records, guarded
+from runtime.cli import error_rate_exit, execute, finished_records, guarded, report_line
 from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
+from runtime.reports.fit import Col, FitTable
 from runtime.store import write_json_atomic
 
 
@@ -160,15 +161,13 @@ TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (7000, 400),
 
 
 def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
-    import litellm
+    from runtime.llm.prices import price_of
 
     def price(model: str) -> tuple[float, float] | None:
-        info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
-        if not info:
-            return None
-        return info.get("input_cost_per_token", 0.0), info.get("output_cost_per_token", 0.0)
+        found = price_of(model, config.prices)
+        return None if found is None else found.per_token()
 
-    rows, unpriced = [], set()
+    rows, unpriced, unpriced_roles = [], set(), {}
     total_episodes = total_calls = 0
     total_cost = 0.0
     for cell in config.environments:
@@ -187,6 +186,7 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
                     p = price(who)
                     if p is None:
                         unpriced.add(who)
+                        unpriced_roles.setdefault(PURPOSES[purpose].role, set()).add(who)
                         continue
                     tin, tout = TOKENS[purpose]
                     cost += n * (tin * p[0] + tout * p[1])
@@ -196,23 +196,43 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
             total_calls += int(calls)
             total_cost += cost
     return {"rows": rows, "episodes": total_episodes, "model_calls": total_calls,
-            "cost_usd": total_cost, "unpriced_models": sorted(unpriced)}
+            "cost_usd": total_cost, "unpriced_models": sorted(unpriced),
+            "unpriced_roles": {role: sorted(models) for role, models in unpriced_roles.items()}}
 
 
-def dry_run(config: Table3Config, sample, console: Console) -> None:
+DRY_RUN_COLUMNS = [Col("env", left=True), Col("tested model", "model", left=True), Col("tasks"),
+                   Col("episodes", "ep."), Col("model calls (est.)", "calls"),
+                   Col("cost USD (est.)", "USD")]
+
+
+def dry_run(config: Table3Config, sample, console: Console) -> int:
+    """Print the matrix and its estimate against the budget; 2 when ``max_cost`` is set while a
+    role has no price (the real run would refuse it), else 0."""
     est = estimate(config, sample)
-    table = Table(title=f"{config.name}: {config.trials} trial(s) × modes {', '.join(config.modes)}")
-    for col in ("env", "tested model", "tasks", "episodes", "model calls (est.)", "cost USD (est.)"):
-        table.add_column(col)
-    for r in est["rows"]:
-        table.add_row(r["env"], r["model"], str(r["tasks"]), str(r["episodes"]),
-                      str(r["model_calls"]), f"{r['cost_usd']:.2f}")
-    console.print(table)
-    console.print(f"total: {est['episodes']} episodes, ~{est['model_calls']} model calls, "
-                  f"~${est['cost_usd']:.2f} (from litellm's price table; per-call token sizes are "
-                  "rough averages, so treat this as an order of magnitude)")
-    if est["unpriced_models"]:
-        console.print(f"no price known for: {', '.join(est['unpriced_models'])} (counted as $0)")
+    rows = [[r["env"], r["model"], str(r["tasks"]), str(r["episodes"]), str(r["model_calls"]),
+             f"{r['cost_usd']:.2f}"] for r in est["rows"]]
+    console.print(FitTable(f"{config.name}: {config.trials} trial(s) × modes "
+                           f"{', '.join(config.modes)}", DRY_RUN_COLUMNS, rows, labels=2))
+    console.print(escape(f"total: {est['episodes']} episodes, ~{est['model_calls']} model calls, "
+                         f"~${est['cost_usd']:.2f} (litellm's prices and yours; per-call token "
+                         "sizes are rough averages, so treat this as an order of magnitude)"))
+    for role, models in est["unpriced_roles"].items():
+        console.print(f"[bold red]UNPRICED[/] {escape(role)}: {escape(', '.join(models))} — its "
+                      "calls are counted as $0 here and in the run; give --price "
+                      f"{escape(models[0])}=IN/OUT (USD per million tokens; =0/0 if it is free)")
+    if config.max_cost is None:
+        return 0
+    if est["unpriced_roles"]:
+        print(f"error: --max-cost {config.max_cost:g}: no price known for "
+              f"{', '.join(est['unpriced_models'])}; give --price MODEL=IN/OUT for each, or "
+              "prices: in the config", file=sys.stderr)
+        return 2
+    share = est["cost_usd"] / config.max_cost
+    verdict = ("within it" if share <= 1 else
+               f"over it: the run would stop after about {min(1.0, 1 / share):.0%} of the episodes")
+    console.print(escape(f"budget: ${config.max_cost:g} against an estimate of "
+                         f"${est['cost_usd']:.2f} ({share:.0%} of the budget) — {verdict}"))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -220,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--out", type=Path, help="run folder (overrides the config's out)")
     parser.add_argument("--dry-run", action="store_true", help="print the matrix and cost; call no model")
+    add_budget_options(parser)
     args = parser.parse_args(argv)
     console = Console()
     quiet_loguru()
@@ -228,13 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from runtime.build import open_folder
         from runtime.store import RunStore
 
-        config = load_config(args.config)
-        if args.out:
-            config = config.model_copy(update={"out": args.out})
+        config = with_options(load_config(args.config), args)
         check_cells(config, args.config, args.dry_run, console.print)
         if args.dry_run:
-            dry_run(config, _sample_preview(config), console)
-            return 0
+            return dry_run(config, _sample_preview(config), console)
         open_folder(config.out, "--out", RunStore)
         sample = draw_sample(config, config.out)
         runs = [build_run(c, console.print, modes=list(config.modes)) for c in cell_configs(config, sample)]
@@ -243,14 +261,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         def finish() -> int:
             from runtime.reports import report
 
-            written = report.build(config.out)
-            console.print(f"report: {written['markdown']}")
             records = [r for run in runs for r in finished_records(run)]
+            if not config.no_report:
+                console.print(report_line(report.build(config.out)))
             return error_rate_exit(records, config.max_error_rate)
 
         return execute(runs, console, finish)
 
     return guarded(body)
+
+
+def with_options(config: Table3Config, args) -> Table3Config:
+    """The config with the command line's --out, --max-cost, --price and --no-report."""
+    update: dict[str, Any] = {}
+    if args.out:
+        update["out"] = args.out
+    if args.no_report:
+        update["no_report"] = True
+    values = config.model_dump()
+    if args.max_cost is not None:
+        values["max_cost"] = args.max_cost
+    values = cfg.with_price_options(values, args.price)
+    try:
+        checked = Table3Config.model_validate({**values, **update})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise UsageError(f"option {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from exc
+    return checked
 
 
 def _sample_preview(config: Table3Config) -> dict[str, dict[str, list[str]]]:

@@ -2,8 +2,9 @@
 
     python -m runtime.validate --env tau2 --mode refine --domain airline --model openai/gpt-4o
 
-Writes one JSON record per (task, mode, model, trial) to ``<out>/records.jsonl`` and a
-``summary.json``; the same command on the same run folder resumes. Bad input exits with 2.
+Writes one JSON record per (task, mode, model, trial) to ``<out>/records.jsonl``, a
+``summary.json``, and the report with its episode explorer (``--no-report`` skips them); the
+same command on the same run folder resumes. Bad input exits with 2.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from rich.console import Console
 
 from envs.registry import SANDBOXES, names
 from runtime import config as cfg
-from runtime.args import command_parser
+from runtime.args import add_budget_options, command_parser
 from runtime.build import build_run
-from runtime.cli import error_rate_exit, execute, guarded, write_summary
+from runtime.cli import error_rate_exit, execute, guarded, write_report, write_summary
 from runtime.config import RunConfig
 from runtime.records import MODES
 
@@ -86,6 +87,13 @@ def parser() -> argparse.ArgumentParser:
                    help="with --backend ray: worker processes (default: one per CPU)")
     p.add_argument("--model-concurrency", type=int,
                    help="at most this many model calls in flight per provider, across all workers")
+    add_budget_options(p)
+    p.add_argument("--episode-max-tokens", type=int,
+                   help="tokens one episode may use; past it the episode ends unfinished")
+    p.add_argument("--episode-max-cost", type=float, metavar="USD",
+                   help="USD one episode may spend; past it the episode ends unfinished")
+    p.add_argument("--episode-timeout", type=float, metavar="SECONDS",
+                   help="seconds one episode may run; past it the episode ends unfinished")
     return p
 
 
@@ -97,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = build_run(load_config(args), console.print)
 
         def finish() -> int:
-            return error_rate_exit(write_summary(run, console), run.config.max_error_rate)
+            records = write_summary(run, console)
+            write_report(run, console)
+            return error_rate_exit(records, run.config.max_error_rate)
 
         return execute([run], console, finish)
 

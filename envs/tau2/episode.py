@@ -21,7 +21,7 @@ from tau2.user.base import UserState, ValidUserInputMessage
 from tau2.user.user_simulator import UserSimulator
 from tau2.utils.utils import get_now
 
-from envs.base import AgentTurn, Score, Trajectory, UserTurn
+from envs.base import AgentTurn, Score, Trajectory, TurnRefused, UserTurn
 from envs.tau2 import tasks
 from envs.tau2.messages import from_chat, to_chat
 
@@ -143,14 +143,19 @@ def play(
         max_errors=max_errors,
         seed=seed,
     )
+    refused = None
     try:
         simulation = orchestrator.run()
     except AgentTurnFailed as exc:
         simulation = _aborted(orchestrator, task, seed, TerminationReason.AGENT_ERROR, str(exc))
+    except TurnRefused as exc:
+        # The episode's limit: ended like a run out of steps, which τ² scores 0 (unfinished).
+        refused = exc.termination
+        simulation = _aborted(orchestrator, task, seed, TerminationReason.MAX_STEPS, str(exc))
     termination = simulation.termination_reason
     return Trajectory(
         messages=to_chat(simulation.messages),
-        termination=getattr(termination, "value", str(termination)),
+        termination=refused or getattr(termination, "value", str(termination)),
         turns=sum(1 for m in simulation.messages if m.role in ("assistant", "user")),
         native={"simulation": simulation.model_dump(mode="json")},
     )

@@ -31,6 +31,7 @@ from envs.base import (
     TaskSelection,
     TaskView,
     Trajectory,
+    TurnRefused,
     UnknownTaskError,
     UserTurn,
 )
@@ -225,9 +226,11 @@ class ToolSandboxNative:
         roles = {ec.RoleType.AGENT: self._CallbackAgent(agent), ec.RoleType.USER: self._CallbackUser(user),
                  ec.RoleType.EXECUTION_ENVIRONMENT: ts.ExecutionEnvironment()}
         random.seed(seed)
-        exception = None
+        exception = refused = None
         try:
             scenario.play(roles=roles, scenario_name=task_id)
+        except TurnRefused as exc:  # the episode's limit: scored on what happened, like max_messages
+            refused = exc.termination
         except (CallbackFailed, ProtocolError, ConnectionClosed):
             raise  # the runtime's side failed (a model that is down, ...): an errored episode
         except Exception as exc:  # noqa: BLE001 - ToolSandbox scores a failed play as 0
@@ -239,7 +242,7 @@ class ToolSandboxNative:
         if exception:
             termination, turns = f"exception:{exception['type']}", scenario.max_messages
         else:
-            termination = "max_messages" if active else "user_ended"
+            termination = refused or ("max_messages" if active else "user_ended")
             turns = ts.turn_count(sandbox)
         return Trajectory(
             messages=_agent_chat(context, ec, mc),

@@ -43,4 +43,4 @@ def run_episodes(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r
     else:
         open_executor = threads(run.services)
     return run_batch(run.spec, run.store, open_executor, retry_errors=run.config.retry_errors,
-                     on_done=on_done)
+                     max_cost=run.config.max_cost, on_done=on_done)

@@ -3,7 +3,8 @@
 Lives here: the batch loop (``core``): which episodes are pending, which re-run with the cache
 bypassed (``--retry-errors``), the stop on a failure every episode would repeat (rejected
 credentials, an endpoint that stays down: nothing recorded after it, so the same command
-resumes), the record of an episode whose worker died, the run folder's records and shared
+resumes), the run's cost limit (``budget``: no episode starts past it), the record of an
+episode whose worker died, the run folder's records and shared
 artifacts (written here and nowhere else), p0 sharing across modes and resumes, and progress;
 and the executor in this process (``threads``). An executor only runs ``(RunSpec, key) ->
 (record, artifacts)``: threads here, Ray workers in ``runtime.backends.ray_backend``.
@@ -12,6 +13,8 @@ May import ``runtime.episode``, ``runtime.store``, ``runtime.records`` and ``run
 the backends or the commands.
 """
 
+from runtime.batch.budget import BUDGET_SPENT, BudgetSpent
 from runtime.batch.core import Abort, Executor, Outcome, RunStopped, pending, run_batch
 
-__all__ = ["Abort", "Executor", "Outcome", "RunStopped", "pending", "run_batch"]
+__all__ = ["Abort", "BUDGET_SPENT", "BudgetSpent", "Executor", "Outcome", "RunStopped", "pending",
+           "run_batch"]

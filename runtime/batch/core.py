@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from runtime.batch.budget import RunBudget
 from runtime.episode.artifacts import Artifact, group_of, identity
 from runtime.episode.engine import lost_record
 from runtime.episode.spec import RunSpec
@@ -114,34 +115,50 @@ class ArtifactIndex:
 
 
 def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, int], Executor], *,
-              retry_errors: bool = False,
+              retry_errors: bool = False, max_cost: float | None = None,
               on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
     """Run every pending episode of ``spec`` on the executor ``open_executor(spec, pending)``
-    makes; returns the records written by this call. Raises ``RunStopped`` on an abort."""
+    makes; returns the records written by this call. Raises ``RunStopped`` on an abort, and
+    ``BudgetSpent`` (after the episodes in flight finished) when ``max_cost`` stops the run
+    (``runtime.batch.budget``)."""
     todo, spec = pending(spec, store, retry_errors)
     if not todo:
         return []
+    budget = RunBudget(max_cost, store.records()) if max_cost is not None else None
+    if budget is not None and not budget.allows(todo[0], []):
+        raise budget.stopped(todo)
     index = ArtifactIndex(store.root)
     executor = open_executor(spec, len(todo))
     queue = deque(todo)
     in_flight = 0
+    running: list[EpisodeKey] = []
+    spent = False
     written: list[EpisodeRecord] = []
     window = 4 * spec.concurrency
     finished = False
     try:
-        while queue or in_flight:
+        while (queue and not spent) or in_flight:
             held: list[EpisodeKey] = []
             scanned = 0
-            while queue and in_flight < spec.concurrency and scanned < window:
+            while queue and not spent and in_flight < spec.concurrency and scanned < window:
                 key = queue.popleft()
                 scanned += 1
+                if budget is not None and not budget.allows(key, running):
+                    held.append(key)
+                    spent = in_flight == 0  # else: wait for them, then ask again
+                    break
                 if executor.submit(key, index.of(key)):
                     in_flight += 1
+                    running.append(key)
                 else:
                     held.append(key)
             queue.extendleft(reversed(held))
+            if spent and not in_flight:
+                break
             outcomes = executor.wait()
             in_flight -= len(outcomes)
+            for outcome in outcomes:
+                running.remove(outcome.key)
             stop = next((o.aborted for o in outcomes if o.aborted), None)
             for outcome in outcomes:
                 index.write_new(store, outcome.artifacts)  # made before the stop: still good
@@ -150,6 +167,8 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 record = outcome.record or lost_record(spec, outcome.key, *outcome.lost)
                 store.append(record)
                 written.append(record)
+                if budget is not None:
+                    budget.note(record)
                 on_done(record)
             if stop:
                 executor.abort(stop)
@@ -157,4 +176,6 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
         finished = True
     finally:
         executor.close(finished)
+    if queue and budget is not None:
+        raise budget.stopped(list(queue))
     return written

@@ -6,6 +6,7 @@ so each of them runs the same experiment; it writes nothing.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 
 from critique.provenance import record_audit
@@ -30,7 +31,8 @@ def run_episode(spec: RunSpec, services: Services, key: EpisodeKey,
                          make_planner=services.make_planner, meter=meter, max_steps=spec.max_steps,
                          strategy=STRATEGIES[key.strategy or DEFAULT_STRATEGY],
                          judge=spec.judge and key.mode != "direct", auditor=spec.auditor,
-                         refresh_cache=key.id() in spec.refresh)
+                         refresh_cache=key.id() in spec.refresh, limits=spec.limits,
+                         started=time.perf_counter())
     try:
         state: EpisodeState = episode_graph().invoke({}, {"recursion_limit": 50}, context=ctx)
     except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised

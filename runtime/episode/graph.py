@@ -10,8 +10,10 @@ Plan-first and Refine execute from the same opening and revise the same p0. A no
 the run folder: what it made goes into the state's ``made``, and comes back with the record.
 Only ``critique`` (for the strategies that see it) and the optional plan judge touch the
 ``Supervision``; the planner, reviser and executor nodes are handed the ``TaskView`` alone.
-A node that fails puts a ``StageError`` in the state and the graph ends there. The graph is
-compiled once per process; an episode's own settings travel as LangGraph's runtime context.
+A node that fails puts a ``StageError`` in the state and the graph ends there; one refused by the
+episode's limits (``runtime.episode.limits``) puts the limit there and the graph goes on to
+``execute``, whose environment ends the play unfinished. The graph is compiled once per process;
+an episode's own settings travel as LangGraph's runtime context.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from evrcore.chat import ChatModel
 from evrcore.plan import Plan
 from runtime.episode.artifacts import Artifact, ArtifactMemo
 from runtime.episode.executor import Executor
+from runtime.episode.limits import EpisodeLimits, LimitedClient, LimitReached
 from runtime.episode.simulated_user import SimulatedUser
 from runtime.failures import error_kind
 from runtime.llm.layer import Meter, ModelLayer
@@ -60,6 +63,7 @@ class EpisodeState(TypedDict, total=False):
     trajectory: Trajectory
     score: Score
     error: StageError
+    limit: str
     reused: Annotated[list[str], operator.add]
     made: Annotated[list[Artifact], operator.add]
     timings: Annotated[dict[str, float], _merge]
@@ -83,13 +87,20 @@ class EpisodeContext:
     auditor: bool = True
     refresh_cache: bool = False
     """Ignore cached model replies (an errored episode being re-run)."""
+    limits: EpisodeLimits | None = None
+    started: float = 0.0
+    """``time.perf_counter()`` when the episode started (its wall-time limit counts from it)."""
 
-    def client(self, purpose: str) -> ChatModel:
-        """A client for ``purpose``, answered by its role's model (``runtime.llm.roles``)."""
+    def client(self, purpose: str, limited: bool = True) -> ChatModel:
+        """A client for ``purpose``, answered by its role's model (``runtime.llm.roles``);
+        ``limited``: refused once the episode reached a limit."""
         context = {"env": self.key.env, "domain": self.key.domain, "task_id": self.key.task_id,
                    "mode": self.key.mode, "strategy": self.key.strategy, "trial": self.key.trial}
-        return self.layer.client(PURPOSES[purpose].role, purpose, self.meter, seed=self.seed,
-                                 context=context, refresh=self.refresh_cache)
+        client = self.layer.client(PURPOSES[purpose].role, purpose, self.meter, seed=self.seed,
+                                   context=context, refresh=self.refresh_cache)
+        if limited and self.limits is not None and self.limits.any():
+            return LimitedClient(client, self.limits, self.meter, self.started)
+        return client
 
 
 def _node(stage: str, fn: Callable[[EpisodeState, EpisodeContext], dict[str, Any]]):
@@ -99,6 +110,13 @@ def _node(stage: str, fn: Callable[[EpisodeState, EpisodeContext], dict[str, Any
         started = time.perf_counter()
         try:
             update = fn(state, runtime.context)
+        except LimitReached as exc:  # not a failure: the episode goes on to its unfinished end
+            update = {"limit": exc.termination}
+            if stage == "execute":  # an environment that did not end its play at the refusal
+                update["error"] = StageError(
+                    stage=stage, type="LimitNotHonoured", kind="internal",
+                    message=f"{exc.termination}: the environment did not end its play at the "
+                    "refused turn")
         except Exception as exc:  # noqa: BLE001 - every failure becomes part of the record
             update = {"error": StageError(stage=stage, type=type(exc).__name__, message=str(exc)[:2000],
                                           kind=error_kind(exc))}
@@ -121,7 +139,7 @@ def shared(ctx: EpisodeContext, kind: str, key: dict[str, Any], make: Callable[[
 def prepare(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key = ctx.key
     view, supervision = ctx.env.load(key.domain, key.task_id)
-    user = SimulatedUser(ctx.client("user"))
+    user = SimulatedUser(ctx.client("user", limited=False))  # every mode's start: never refused
     opening_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id,
                    "user_model": ctx.layer.specs["user_model"].model, "trial": key.trial}
     opening, update = shared(ctx, "opening", opening_key,
@@ -204,6 +222,8 @@ def _route(after: str) -> Callable[[EpisodeState, Runtime[EpisodeContext]], str]
     def route(state: EpisodeState, runtime: Runtime[EpisodeContext]) -> str:
         if "error" in state:
             return END
+        if "limit" in state and after not in ("execute", "score"):
+            return "execute"  # its first turn is refused: the benchmark scores it unfinished
         ctx = runtime.context
         mode = ctx.key.mode
         nxt = {
@@ -223,7 +243,7 @@ def _route(after: str) -> Callable[[EpisodeState, Runtime[EpisodeContext]], str]
 
 
 _TARGETS = {"prepare": ["execute", "plan"], "plan": ["judge_p0", "execute", "critique"],
-            "judge_p0": ["execute", "critique"], "critique": ["revise"],
+            "judge_p0": ["execute", "critique"], "critique": ["revise", "execute"],
             "revise": ["judge_p1", "execute"], "judge_p1": ["execute"], "execute": ["score"]}
 
 

@@ -11,6 +11,7 @@ import random
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runtime.episode.limits import EpisodeLimits
 from runtime.llm.layer import ModelSpec
 from runtime.records import EpisodeKey, Mode
 
@@ -54,6 +55,8 @@ class RunSpec(BaseModel):
     concurrency: int = 4
     judge: bool = True
     auditor: bool = True
+    limits: EpisodeLimits = Field(default_factory=EpisodeLimits)
+    """What one episode may use (tokens, cost, wall time): ``runtime.episode.limits``."""
     refresh: frozenset[str] = frozenset()
     """Record ids re-run because they errored: their model calls bypass the response cache."""
 

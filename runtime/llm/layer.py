@@ -96,6 +96,9 @@ class ModelSpec:
     """Answer budgets by purpose (``("user", 64), ...``) that replace ``max_tokens`` for those
     purposes: a slow local model spends most of its time generating, and a user turn needs far
     fewer tokens than a plan."""
+    price: tuple[float, float] | None = None
+    """USD per million prompt and completion tokens, when the user priced the model
+    (``--price``, ``prices:``); None: litellm's price on the response."""
 
     def max_tokens_for(self, purpose: str) -> int | None:
         return dict(self.stage_max_tokens).get(purpose, self.max_tokens)
@@ -109,6 +112,8 @@ class ModelSpec:
         }
         if self.stage_max_tokens:
             out["stage_max_tokens"] = dict(self.stage_max_tokens)
+        if self.price is not None:
+            out["price_usd_per_mtok"] = list(self.price)
         return out
 
 
@@ -296,13 +301,17 @@ class ModelLayer:
         if kinds := malformed_kinds(reply, _finish_reason(response)):
             meter.note_malformed(purpose, kinds)
         usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost = (_cost(response) if spec.price is None
+                else (prompt_tokens * spec.price[0] + completion_tokens * spec.price[1]) / 1e6)
         meter.add(
             purpose,
             RoleUsage(
                 calls=1,
-                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                cost_usd=_cost(response),
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cost_usd=cost,
                 seconds=time.perf_counter() - started,
             ),
         )

@@ -82,24 +82,24 @@ def by_category(records: Iterable[Any], group: Callable[[Any], str] = mode_of
 
 
 def category_table(by_cat: dict[str, dict[str, dict[str, float]]], title: str = "per category"):
-    """A rich ``Table``: one row per category, a similarity and a turn-count column per mode."""
-    from rich.table import Table
+    """One row per category, a similarity, turn-count and n column per mode; fits the terminal
+    (``runtime.reports.fit``)."""
+    from runtime.reports.fit import Col, FitTable
 
     modes = list(by_cat)
-    table = Table(title=title)
-    table.add_column("category")
+    columns = [Col("category", left=True)]
     for mode in modes:
-        table.add_column(f"{mode} score", justify="right")
-        table.add_column(f"{mode} turns", justify="right")
-        table.add_column("n", justify="right")
+        columns += [Col(f"{mode} score", f"{mode} sc."), Col(f"{mode} turns", f"{mode} t."),
+                    Col(f"{mode} n", f"{mode} n")]
     categories: list[str] = []
     for rows in by_cat.values():
         categories += [c for c in rows if c not in categories]
+    table_rows = []
     for category in categories:
         cells = [category.lower()]
         for mode in modes:
             row = by_cat[mode].get(category)
             cells += ([f"{row['similarity']:.3f}", f"{row['turn_count']:.1f}", str(row["n"])]
                       if row else ["–", "–", "0"])
-        table.add_row(*cells)
-    return table
+        table_rows.append(cells)
+    return FitTable(title, columns, table_rows)

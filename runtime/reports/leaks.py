@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from rich.table import Table
+from runtime.reports.fit import Col, FitTable
 
 from runtime.reports.arm_table import arm_table
 
@@ -38,14 +38,15 @@ def leak_figures(part: pd.DataFrame) -> dict[str, int]:
     return {f"leak_{c}": int(part[c].sum()) for c in COLUMNS if c in part and c != "guard_fired"}
 
 
-def leak_table(by_arm: dict[str, Any], title: str) -> Table | None:
+def leak_table(by_arm: dict[str, Any], title: str) -> FitTable | None:
     """The CLI's leak table; ``None`` when no arm made a critique."""
     def cells(row: dict[str, Any]) -> list[str] | None:
         if not row.get("leak_critiques"):
             return None
         return [str(row[k]) for k in ("leak_critiques", "guard_fired", "leak_retried", "leak_redacted", "leak_residual")]
 
-    return arm_table(f"{title} — leak guard", ["critiques", "guard fired", "retried", "redacted", "residual leaks"],
+    return arm_table(f"{title} — leak guard", [Col("critiques", "crit."), Col("guard fired", "fired"), "retried", "redacted",
+                      Col("residual leaks", "residual")],
                      by_arm, cells)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from rich.table import Table
+from runtime.reports.fit import Col, FitTable
 
 from runtime.reports.arm_table import arm_table
 
@@ -85,7 +85,7 @@ def provenance_figures(part: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def provenance_table(by_arm: dict[str, Any], title: str) -> Table | None:
+def provenance_table(by_arm: dict[str, Any], title: str) -> FitTable | None:
     """The CLI's provenance table; ``None`` when no episode was audited."""
     def cells(row: dict[str, Any]) -> list[str] | None:
         if not row.get("provenance_audited"):
@@ -94,7 +94,8 @@ def provenance_table(by_arm: dict[str, Any], title: str) -> Table | None:
                 str(row["provenance_affected"]), f"{row['provenance_rate']:.1%}", _beyond(row)]
 
     return arm_table(f"{title} — provenance audit (unexplained supervision-only values)",
-                     ["audited", "unexplained values", "episodes affected", "rate", "beyond plan-first"], by_arm, cells)
+                     ["audited", Col("unexplained values", "unexpl."), Col("episodes affected", "affected"),
+                      "rate", Col("beyond plan-first", "beyond PF")], by_arm, cells)
 
 
 def _beyond(row: dict[str, Any]) -> str:

@@ -11,10 +11,11 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
 from runtime.reports import categories
+from runtime.reports.fit import Col, FitTable
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
@@ -44,6 +45,7 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "model": r.key.model, "trial": r.key.trial, "status": r.status, "score": r.score,
             "error_kind": r.error.kind if r.error else None, "error_stage": r.error.stage if r.error else None,
             "score_name": r.score_name, "turns": r.turns, "cost_usd": total.get("cost_usd", 0.0),
+            "limited": bool(r.termination and r.termination.startswith("limit:")),
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
             **leak_columns(r),
@@ -77,6 +79,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "n": int(len(part)),
                 "n_scored": int(len(ok)),
                 "errors": int((part["status"] == "error").sum()),
+                "limited": int((part["limited"] & (part["status"] == "ok")).sum()),
                 "mean_score": _mean(ok["score"]),
                 "score_name": ok["score_name"].iloc[0] if len(ok) else None,
                 "mean_turns": _mean(ok["turns"]),
@@ -114,23 +117,35 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def print_summary(summary: dict[str, Any], console: Console, title: str) -> None:
-    table = Table(title=title)
-    for col in ("mode", "mean score", "n", "errors", "error rate", "infra errors", "judge CR p0 → p1", "guard fired", "tokens",
-                "cost (USD)"):
-        table.add_column(col, justify="left" if col == "mode" else "right")
+SUMMARY_COLUMNS = [
+    Col("arm", left=True), Col("mean score", "score"), Col("n"), Col("errors", "err"),
+    Col("error rate", "err %"), Col("infra errors", "infra"),
+    Col("ended at a limit", "limit"), Col("judge CR p0 → p1", "CR p0→p1"),
+    Col("guard fired", "guard"), Col("tokens"), Col("cost (USD)", "USD"),
+]
+"""The summary's columns; "ended at a limit": episodes stopped by --episode-max-tokens,
+-cost or -timeout (scored unfinished, not errors)."""
+
+
+def summary_table(summary: dict[str, Any], title: str) -> FitTable:
+    rows = []
     for mode, row in summary["by_arm"].items():
         judge = "–"
         if row["judge_p0_correct"] is not None:
             judge = _fmt(row["judge_p0_correct"], 2)
             if row["judge_p1_correct"] is not None:
                 judge += f" → {_fmt(row['judge_p1_correct'], 2)}"
-        table.add_row(mode, _fmt(row["mean_score"]), str(row["n"]), str(row["errors"]),
-                      f"{row.get('error_rate', 0.0):.1%}", str(row.get("infrastructure_errors", 0)), judge,
-                      str(row["guard_fired"]), str(row["tokens"]), f"{row['cost_usd']:.4f}")
-    console.print(table)
+        rows.append([mode, _fmt(row["mean_score"]), str(row["n"]), str(row["errors"]),
+                     f"{row.get('error_rate', 0.0):.1%}", str(row.get("infrastructure_errors", 0)),
+                     str(row.get("limited", 0)), judge, str(row["guard_fired"]), str(row["tokens"]),
+                     f"{row['cost_usd']:.4f}"])
+    return FitTable(title, SUMMARY_COLUMNS, rows)
+
+
+def print_summary(summary: dict[str, Any], console: Console, title: str) -> None:
+    console.print(summary_table(summary, title))
     for warning in summary.get("error_warnings", []):
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     if (leaks := leak_table(summary["by_arm"], title)) is not None:
         console.print(leaks)
     if (provenance := provenance_table(summary["by_arm"], title)) is not None:

@@ -1,0 +1,75 @@
+"""A run's money limit (``--max-cost``): whether the batch may start one more episode.
+
+The limit covers the whole run folder — every record in it, whichever command or earlier
+invocation wrote it — so a resumed run, and every cell of ``table3`` (one folder), spend from
+the same budget. An episode may start only while the money spent plus the estimated cost of the
+episodes in flight and of this one stays within the limit; the estimate of an episode is the
+mean cost of the finished episodes of its mode (the largest mode mean for a mode not seen yet).
+Before any episode has finished nothing is known, so one episode runs alone to learn the price.
+Episodes in flight always finish, so the run ends within about one episode's cost of the limit.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from runtime.records import EpisodeKey, EpisodeRecord
+
+BUDGET_SPENT = 4
+"""The exit code of a run that stopped at its ``--max-cost``."""
+
+
+def cost_of(record: EpisodeRecord) -> float:
+    return float((record.usage or {}).get("total", {}).get("cost_usd", 0.0) or 0.0)
+
+
+class BudgetSpent(RuntimeError):
+    """The run stopped starting episodes at its cost limit; finished records are saved."""
+
+    def __init__(self, limit: float, spent: float, remaining: int, remaining_cost: float | None):
+        self.limit = limit
+        self.spent = spent
+        self.remaining = remaining
+        self.remaining_cost = remaining_cost
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        rest = "" if self.remaining_cost is None else f" (about ${self.remaining_cost:.4f} more)"
+        return (f"cost limit ${self.limit:g} reached: ${self.spent:.4f} spent; {self.remaining} "
+                f"episode(s) not started{rest}; the same command with a higher --max-cost resumes")
+
+
+class RunBudget:
+    def __init__(self, limit: float, records: Iterable[EpisodeRecord] = ()):
+        self.limit = float(limit)
+        self.spent = 0.0
+        self._costs: dict[str, list[float]] = defaultdict(list)
+        for record in records:
+            self.note(record)
+
+    def note(self, record: EpisodeRecord) -> None:
+        cost = cost_of(record)
+        self.spent += cost
+        self._costs[record.key.mode].append(cost)
+
+    def estimate(self, key: EpisodeKey) -> float | None:
+        means = {mode: sum(c) / len(c) for mode, c in self._costs.items() if c}
+        if key.mode in means:
+            return means[key.mode]
+        return max(means.values()) if means else None
+
+    def allows(self, key: EpisodeKey, in_flight: Iterable[EpisodeKey]) -> bool:
+        """Whether ``key`` may start while ``in_flight`` run."""
+        running = list(in_flight)
+        if self.spent >= self.limit:
+            return False
+        estimates = [self.estimate(k) for k in [*running, key]]
+        if any(e is None for e in estimates):
+            return not running  # nothing known yet: one episode at a time learns the price
+        return self.spent + sum(estimates) <= self.limit  # type: ignore[arg-type]
+
+    def stopped(self, remaining: list[EpisodeKey]) -> BudgetSpent:
+        estimates = [self.estimate(k) for k in remaining]
+        total = None if any(e is None for e in estimates) else sum(estimates)  # type: ignore[arg-type]
+        return BudgetSpent(self.limit, self.spent, len(remaining), total)
