@@ -3,12 +3,13 @@
 A rich ``Table`` that is too wide for its terminal squeezes every column and ends cells in "…"
 ("refi…", "0.00…"). :class:`FitTable` decides at render time, for the width it is given: every
 column at least as wide as its widest cell; full headers (wrapped at spaces) if that fits, else
-the short headers with a legend below, else the columns stacked into several tables that each
-repeat the row labels. Every table the CLI prints goes through it.
+the short headers with a legend below, else the row labels folded onto several lines, else the
+columns stacked evenly into the fewest tables that fit, each repeating the row labels. Every table the CLI prints goes through it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -39,9 +40,35 @@ def _word(text: str) -> int:
     return max((cell_len(word) for word in str(text).split()), default=0)
 
 
+def fold(label: str, width: int) -> str:
+    """``label`` in lines of at most ``width`` cells, broken after ':', '-', '/', '_' or a space
+    where it can be (a piece longer than the line is cut): wrapped, never shortened."""
+    pieces = [p for p in re.split(r"(?<=[:/_ -])", label) if p]
+    lines, line = [], ""
+    for piece in pieces:
+        while cell_len(piece) > width:
+            if line:
+                lines.append(line.rstrip())
+                line = ""
+            lines.append(piece[:width])
+            piece = piece[width:]
+        if line and cell_len(line + piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    if line:
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+MIN_LABEL = 12
+"""The narrowest a row label is folded to before the table is stacked instead."""
+
+
 class FitTable:
     """``columns`` and ``rows`` (strings) under ``title``; the first ``labels`` columns name the
-    row and are repeated when the table is stacked."""
+    row and are repeated when the table is stacked; the widest of them may be folded onto
+    several lines (``fold``). Figures are never wrapped or cut."""
 
     def __init__(self, title: str | None, columns: Sequence[Col], rows: Iterable[Sequence[str]],
                  labels: int = 1):
@@ -57,38 +84,59 @@ class FitTable:
     def _cells(self, i: int) -> int:
         return max((_width(row[i]) for row in self.rows), default=0)
 
-    def _need(self, cols: list[int], short: bool) -> int:
-        """The table's width: each column's content + 2 padding, + 1 rule per edge."""
-        return sum(max(self._cells(i), _word(self.columns[i].shown(short))) + 2 for i in cols) + len(cols) + 1
+    def _col(self, i: int, short: bool, folded: dict[int, int]) -> int:
+        content = folded.get(i, self._cells(i))
+        return max(content, _word(self.columns[i].shown(short)))
 
-    def layout(self, width: int) -> tuple[list[list[int]], bool]:
-        """(column groups, short headers?) that fit ``width``."""
+    def _need(self, cols: list[int], short: bool, folded: dict[int, int] | None = None) -> int:
+        """The table's width: each column's content + 2 padding, + 1 rule per edge."""
+        return sum(self._col(i, short, folded or {}) + 2 for i in cols) + len(cols) + 1
+
+    def layout(self, width: int) -> tuple[list[list[int]], bool, dict[int, int]]:
+        """(column groups, short headers?, label column → folded width) that fit ``width``."""
         every = list(range(len(self.columns)))
+        keys = every[:self.labels]
         for short in (False, True):
             if self._need(every, short) <= width:
-                return [every], short
-        keys, groups, current = every[:self.labels], [], []
-        for i in every[self.labels:]:
-            if current and self._need([*keys, *current, i], True) > width:
-                groups.append([*keys, *current])
-                current = []
-            current.append(i)
-        groups.append([*keys, *current])
-        return groups, True
+                return [every], short, {}
+        widest = max(keys, key=self._cells) if keys else None
+
+        def folded(cols: list[int]) -> dict[int, int]:
+            if widest is None:
+                return {}
+            spare = width - self._need([c for c in cols if c != widest], True) - 3
+            fit = max(MIN_LABEL, min(spare, self._cells(widest)))
+            return {widest: fit} if fit < self._cells(widest) else {}
+
+        fold_one = folded(every)
+        if fold_one and self._need(every, True, fold_one) <= width:
+            return [every], True, fold_one
+        rest = every[self.labels:]
+        for n in range(2, len(rest) + 1):  # the fewest tables, columns spread evenly
+            size = -(-len(rest) // n)
+            groups = [[*keys, *rest[k:k + size]] for k in range(0, len(rest), size)]
+            fold_at = {}
+            for group in groups:
+                for col, w in folded(group).items():
+                    fold_at[col] = max(fold_at.get(col, 0), w)
+            if all(self._need(g, True, fold_at) <= width for g in groups):
+                return groups, True, fold_at
+        return [[*keys, i] for i in rest], True, folded(every)
 
     def tables(self, width: int) -> tuple[list[Table], str | None]:
-        groups, short = self.layout(width)
+        groups, short, fold_at = self.layout(width)
         tables = []
         for n, cols in enumerate(groups):
             title = self.title if n == 0 or not self.title else f"{self.title} (continued)"
             table = Table(title=Text(title) if title else None)  # text, never markup
             for i in cols:
                 col = self.columns[i]
+                exact = self._col(i, short, fold_at)  # headers wrap at spaces within it
                 table.add_column(col.shown(short), justify="left" if col.left else "right",
-                                 min_width=max(self._cells(i), _word(col.shown(short))),
-                                 overflow="fold")
+                                 min_width=exact, max_width=exact, overflow="fold")
             for row in self.rows:
-                table.add_row(*(Text(row[i]) for i in cols))
+                table.add_row(*(Text(fold(row[i], fold_at[i]) if i in fold_at else row[i])
+                                for i in cols))
             tables.append(table)
         legend = None
         if short:

@@ -119,7 +119,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 SUMMARY_COLUMNS = [
     Col("arm", left=True), Col("mean score", "score"), Col("n"), Col("errors", "err"),
-    Col("error rate", "err %"), Col("infra errors", "infra"),
+    Col("error rate", "err%"), Col("infra errors", "infra"),
     Col("ended at a limit", "limit"), Col("judge CR p0 → p1", "CR p0→p1"),
     Col("guard fired", "guard"), Col("tokens"), Col("cost (USD)", "USD"),
 ]
