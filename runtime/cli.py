@@ -167,7 +167,7 @@ def write_report(run: Run, console: Console) -> None:
         return
     from runtime.reports import report
 
-    console.print(report_line(report.build(run.out)))
+    console.print(report_line(report.build(run.out)), soft_wrap=True)  # paths whole, to copy
 
 
 def report_line(paths: dict) -> str:

@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             records = [r for run in runs for r in finished_records(run)]
             if not config.no_report:
-                console.print(report_line(report.build(config.out)))
+                console.print(report_line(report.build(config.out)), soft_wrap=True)
             return error_rate_exit(records, config.max_error_rate)
 
         return execute(runs, console, finish)

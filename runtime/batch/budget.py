@@ -4,9 +4,10 @@ The limit covers the whole run folder — every record in it, whichever command 
 invocation wrote it — so a resumed run, and every cell of ``table3`` (one folder), spend from
 the same budget. An episode may start only while the money spent plus the estimated cost of the
 episodes in flight and of this one stays within the limit; the estimate of an episode is the
-mean cost of the finished episodes of its mode (the largest mode mean for a mode not seen yet).
-Before any episode has finished nothing is known, so one episode runs alone to learn the price.
-Episodes in flight always finish, so the run ends within about one episode's cost of the limit.
+mean cost of the finished episodes of its environment, domain and mode (an airline episode
+costs ten times a mock one, a Refine episode more than a Direct one). Where none has finished
+yet nothing is known, so that episode runs alone to learn the price. Episodes in flight always
+finish, so the run ends within about one episode's cost of the limit.
 """
 
 from __future__ import annotations
@@ -44,20 +45,19 @@ class RunBudget:
     def __init__(self, limit: float, records: Iterable[EpisodeRecord] = ()):
         self.limit = float(limit)
         self.spent = 0.0
-        self._costs: dict[str, list[float]] = defaultdict(list)
+        self._costs: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         for record in records:
             self.note(record)
 
     def note(self, record: EpisodeRecord) -> None:
         cost = cost_of(record)
         self.spent += cost
-        self._costs[record.key.mode].append(cost)
+        self._costs[_group(record.key)].append(cost)
 
     def estimate(self, key: EpisodeKey) -> float | None:
-        means = {mode: sum(c) / len(c) for mode, c in self._costs.items() if c}
-        if key.mode in means:
-            return means[key.mode]
-        return max(means.values()) if means else None
+        """The mean cost of finished episodes like ``key``; None before the first."""
+        costs = self._costs.get(_group(key))
+        return sum(costs) / len(costs) if costs else None
 
     def allows(self, key: EpisodeKey, in_flight: Iterable[EpisodeKey]) -> bool:
         """Whether ``key`` may start while ``in_flight`` run."""
@@ -66,10 +66,14 @@ class RunBudget:
             return False
         estimates = [self.estimate(k) for k in [*running, key]]
         if any(e is None for e in estimates):
-            return not running  # nothing known yet: one episode at a time learns the price
+            return not running  # a price not known yet: this episode alone learns it
         return self.spent + sum(estimates) <= self.limit  # type: ignore[arg-type]
 
     def stopped(self, remaining: list[EpisodeKey]) -> BudgetSpent:
         estimates = [self.estimate(k) for k in remaining]
         total = None if any(e is None for e in estimates) else sum(estimates)  # type: ignore[arg-type]
         return BudgetSpent(self.limit, self.spent, len(remaining), total)
+
+
+def _group(key: EpisodeKey) -> tuple[str, str, str]:
+    return key.env, key.domain, key.mode
