@@ -96,7 +96,7 @@ def run_with_progress(run: Run, console: Console) -> None:
     todo, _ = pending(run.spec, store, run.config.retry_errors)
     if store.torn_lines:
         console.print(f"[yellow]warning: {store.torn_lines} unreadable line(s) in "
-                      f"{store.records_path} skipped; their episodes run again[/]")
+                      f"{escape(str(store.records_path))} skipped; their episodes run again[/]")
     console.print(f"run {escape(run.spec.run_id)}: {len(keys)} episodes ({len(keys) - len(todo)} "
                   f"already done) → {escape(str(store.root))}")
     limit = run.config.max_cost

@@ -86,7 +86,7 @@ def check_cells(config: Table3Config, source: Path, dry_run: bool, say) -> None:
             known = env.domains()
         except EnvError as exc:
             if dry_run:
-                say(f"[yellow]{cell.env} is not available ({exc}); its domains are not checked[/]")
+                say(f"[yellow]{cell.env} is not available ({escape(str(exc))}); its domains are not checked[/]")
                 continue
             raise UsageError(f"{where}.env = {cell.env!r}: {exc}") from exc
         for domain in cell.domains:
