@@ -52,6 +52,9 @@ class EpisodeRecord(BaseModel):
     p0: dict[str, Any] | None = Field(default=None, description="APB plan + unknown_tools flag.")
     critique: dict[str, Any] | None = None
     guard: dict[str, Any] | None = Field(default=None, description="Leak-guard outcome for the critique.")
+    critique_note: str | None = Field(
+        default=None, description="What the verdict rule (evrcore.verdict) settled in the critique: "
+        "a grade that contradicted its flags after the critic's last attempt.")
     provenance: dict[str, Any] | None = Field(
         default=None, description="Provenance audit (critique.provenance): supervision-only values the "
         "agent used without having observed them; absent in records written before it existed.")
