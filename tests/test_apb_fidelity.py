@@ -313,8 +313,6 @@ def test_apb_export_has_apb_shape_and_apb_scoring_reads_it(outage_run, tmp_path)
     assert len(lines) == len(TASKS) + len(judged_p1) == len({line["id"] for line in lines})
     for line in lines:
         for key, value in fixture.items():
-            if key in ("tools_json", "tool_names_json", "plan", "tool_chain_json"):
-                continue  # the benchmark's task record fields, not read by its judge/score stages
             assert type(line[key]) is type(value), key
         assert set(line["judgement"]) == set(fixture["judgement"])
         assert [type(v) for v in line["judgement"].values()] == [type(v) for v in fixture["judgement"].values()]
@@ -324,6 +322,63 @@ def test_apb_export_has_apb_shape_and_apb_scoring_reads_it(outage_run, tmp_path)
     expected = [j["judgement"]["is_correct"] for j in lines]
     assert apb_accuracy(lines)["overall"] == pytest.approx(sum(expected) / len(expected))
     assert set(apb_accuracy(lines)) == {"overall", "holistic_planning", "Holistic", "tau2", "airline"}
+
+
+def apb_judge_payload(record: dict) -> dict:
+    """What APB's judge stage sends its judge for a record, restated from its payload builder
+    (``evaluation/apb_eval/prompts.py``, ``judge_payload``, Mikivishy/AgentPlanningBenchmark at
+    6d0ff24): for a ``Holistic`` record, ``query``, ``tools_json`` as ``available_tools``, the
+    reference ``plan`` and ``tool_chain_json``, ``model_response``; JSON-string fields parsed,
+    a missing or unparsable one read as its default (so a record without them gives an empty
+    payload, which is what the export used to produce)."""
+    def field(key, default):
+        value = record.get(key)
+        if value in (None, ""):
+            return default
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return default
+        return value
+
+    assert record.get("planning_regime") == "Holistic"  # else APB builds a step-wise payload
+    return {"id": record.get("id"), "task_category": record.get("task_category"), "query": record.get("query"),
+            "available_tools": field("tools_json", []),
+            "extraneous_tool_names": field("extraneous_tool_names_json", []),
+            "trajectory_prefix": field("trajectory_prefix_json", []),
+            "reference": {"plan": record.get("plan"), "tool_chain": field("tool_chain_json", []),
+                          "unsolvable_type": record.get("unsolvable_type")},
+            "model_response": record.get("model_response", "")}
+
+
+def test_apb_export_gives_apbs_own_judge_a_complete_payload(outage_run, tmp_path):
+    from critique.reference import reference_plan
+    from envs.tau2 import Tau2Environment
+    from runtime.reports import apb_export
+    from runtime.store import RunStore
+
+    _, out, _ = outage_run
+    rows = apb_export.apb_records(RunStore(out).records(), "scripted/judge", folder=out)
+    assert rows and apb_export.without_inputs(rows) == 0
+    env = Tau2Environment()
+    for row in rows:
+        assert row["split"] in APB_SPLITS  # APB's judge stage keeps only its splits
+        view, supervision = env.load("airline", row["runtime"]["task_id"])
+        payload = apb_judge_payload(row)
+        assert payload["available_tools"] == view.tools and view.tools  # the full schemas
+        reference = reference_plan(supervision).to_apb()
+        assert payload["reference"]["plan"] == reference["plan"] and payload["reference"]["plan"]
+        assert payload["reference"]["tool_chain"] == reference["tool_chain"] and reference["tool_chain"]
+        assert payload["query"] and payload["query"] == row["query"]
+        assert Plan.from_apb(payload["model_response"])
+        assert payload["extraneous_tool_names"] == [] and payload["trajectory_prefix"] == []
+        j = row["judgement"]
+        assert set(j) == {"is_correct", "grade", "error_list", "reasoning"} and len(j["error_list"]) == 6
+        assert (j["grade"] == 1.0) == (not any(j["error_list"])) == j["is_correct"]
+    before = apb_export.apb_records(RunStore(out).records(), "scripted/judge")  # no folder: no inputs
+    assert apb_export.without_inputs(before) == len(before)
+    assert apb_judge_payload(before[0])["available_tools"] == [] and not apb_judge_payload(before[0])["reference"]["plan"]
 
 
 APB_SPLITS = ["holistic_planning", "holistic_tool_extraneous", "holistic_unsolvable",
