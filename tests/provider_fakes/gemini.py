@@ -19,6 +19,8 @@ from typing import Any
 from tests.provider_fakes import schema_rules
 from tests.provider_fakes.base import Answer, FakeProvider, Refused, Turn, first
 
+DUMMY_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
+"""The placeholder Gemini's thought-signature page allows for history it did not produce."""
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
 
 
@@ -28,6 +30,8 @@ class GeminiFake(FakeProvider):
     def __init__(self, script, *, empty_object_refused: bool = True):
         self.empty_object_refused = empty_object_refused
         self.signatures: set[str] = set()
+        self.dummy_signatures = 0
+        """Function calls sent back with the documented dummy signature instead of the model's."""
         super().__init__(script)
 
     def route(self, path: str) -> bool:
@@ -112,7 +116,10 @@ class GeminiFake(FakeProvider):
                     raise Refused("thought_signature", "Function call is missing a "
                                   "thought_signature in functionCall parts. This is required for "
                                   "tools to work correctly.")
-                if signature not in self.signatures:
+                if signature == DUMMY_SIGNATURE:  # documented: skips validation, costs quality
+                    with self.lock:
+                        self.dummy_signatures += 1
+                elif signature not in self.signatures:
                     raise Refused("thought_signature", "Corrupted thought signature.")
 
     def _check_tools(self, tools: list[dict[str, Any]]) -> list[str]:
