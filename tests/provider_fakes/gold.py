@@ -74,3 +74,32 @@ class GoldScript:
         calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
                  for c in reply.get("tool_calls") or []]
         return Answer(text=reply.get("content"), calls=calls)
+
+
+class ToolSandboxGoldScript:
+    """The same for one ToolSandbox scenario: ``testkit.toolsandbox_gold``'s hand-written play
+    of ``task_id``, with the role read off the wire (the simulated user is the side offered
+    ``end_conversation``)."""
+
+    def __init__(self, task_id: str, name_map: dict[str, str]):
+        from testkit.toolsandbox_gold import ToolSandboxGold
+
+        self.task_id = task_id
+        self.gold = ToolSandboxGold(lambda _task: name_map)
+
+    def __call__(self, turn: Turn) -> Answer:
+        if turn.schema is not None:
+            return Answer(text=json.dumps(instance(turn.schema)))
+        messages = [{"role": "system", "content": turn.system}]
+        for m in turn.messages:
+            if m["role"] == "user" and m.get("content") == OPENING_USER_TURN:
+                continue
+            calls = [{"id": c["id"], "type": "function",
+                      "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+                     for c in m.get("tool_calls") or []]
+            messages.append({**m, "tool_calls": calls or None})
+        purpose = "user" if "end_conversation" in turn.tools else "executor"
+        reply = self.gold({"messages": messages}, {"task_id": self.task_id, "purpose": purpose})
+        calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+                 for c in reply.get("tool_calls") or []]
+        return Answer(text=reply.get("content"), calls=calls)
