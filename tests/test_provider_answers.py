@@ -80,12 +80,9 @@ def test_gemini_thought_signatures_go_back_with_the_history():
 
 FAULTS = [("gemini", "malformed_call", "MALFORMED_FUNCTION_CALL", "model_output"),
           ("gemini", "blocked", "content_filter", "infrastructure"),
-          ("gemini", "cut_in_call", "MAX_TOKENS", "model_output"),
           ("anthropic", "blocked", "content_filter", "infrastructure"),
-          ("anthropic", "cut_in_call", "length", "model_output"),
           ("openai", "blocked", "content_filter", "infrastructure"),
-          ("openai", "cut_in_call", "length", "model_output"),
-          ("dashscope", "cut_in_call", "length", "model_output")]
+          ("dashscope", "blocked", "content_filter", "infrastructure")]
 
 
 @pytest.mark.parametrize("provider,special,reason,kind", FAULTS)
@@ -110,6 +107,20 @@ def test_a_provider_fault_that_persists_is_an_error_of_its_kind(provider, specia
     assert len(fake.turns) == 3  # the first try and two more
     assert error_kind(caught.value) == kind
     assert sum(meter.finish_reasons["executor"].values()) == 3
+
+
+@pytest.mark.parametrize("provider,reason", [("gemini", "MAX_TOKENS"), ("anthropic", "length"),
+                                             ("openai", "length"), ("dashscope", "length")])
+def test_a_tool_call_cut_by_the_token_limit_is_flagged_not_passed_as_whole(provider, reason):
+    """The model's own answer, cut by its budget: kept (once), flagged ``truncated`` with the
+    provider's reason in the meter, so the record says so."""
+    meter = Meter()
+    with FAKES[provider](scripted(Answer(calls=[("get_order", {"order_id": "#W1"})],
+                                         special="cut_in_call"))) as fake:
+        reply = client(fake, provider, meter).complete(CONVERSATION, tools=TOOLS)
+    assert len(fake.turns) == 1 and reply.tool_calls
+    assert meter.malformed["executor"].get("truncated") == 1
+    assert meter.finish_reasons["executor"] == {reason: 1}
 
 
 @pytest.mark.parametrize("provider", sorted(FAKES))

@@ -76,8 +76,8 @@ class RunAborted(ModelError):
 
 class ProviderFault(ModelError):
     """The provider answered with no usable turn (Gemini's ``MALFORMED_FUNCTION_CALL``, a
-    safety block, a tool call cut by the token limit) on every try: the episode errors with
-    ``error_kind`` instead of an empty turn being scored as the model's."""
+    safety block) on every try: the episode errors with ``error_kind`` instead of an empty turn
+    being scored as the model's."""
 
     def __init__(self, message: str, fault: Fault):
         super().__init__(message)
@@ -272,7 +272,7 @@ class ModelLayer:
         self.limiter: Any = None
         """Optional per-provider cap on calls in flight (``runtime.llm.limits``)."""
         self.fault_retries = 2
-        """Further tries for an answer the provider cut (:class:`ProviderFault`)."""
+        """Further tries for an answer the provider withheld (:class:`ProviderFault`)."""
 
     def client(self, role: str, purpose: str, meter: Meter, seed: int | None = None,
                context: dict[str, Any] | None = None, refresh: bool = False) -> "RoleClient":
@@ -463,8 +463,8 @@ def malformed_kinds(reply: ChatReply, finish_reason: str | None = None) -> list[
             kinds.append("unparsable_tool_call")
     if not reply.tool_calls and not (reply.content or "").strip():
         kinds.append("empty_reply")
-    if finish_reason == "length":
-        kinds.append("truncated")
+    if {finish_reason, reply.finish_reason} & {"length", "MAX_TOKENS", "max_tokens"}:
+        kinds.append("truncated")  # litellm says "tool_calls" for Gemini's MAX_TOKENS with a call
     return kinds
 
 

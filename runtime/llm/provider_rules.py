@@ -11,10 +11,11 @@ make every request valid everywhere, nor does it tell a provider's fault from th
   Gemini ("should be non-empty for OBJECT type"); :func:`portable_tools` leaves ``parameters``
   out instead, which OpenAI documents as "no arguments", litellm sends to Gemini as a
   declaration without parameters and to Anthropic as ``{"type": "object", "properties": {}}``;
-* an answer cut by the provider (Gemini's ``MALFORMED_FUNCTION_CALL``, a safety block with no
-  candidate, a tool call cut by the token limit) arrives from litellm as an empty or partial
-  turn; :func:`fault_of` names it so the model layer retries it and, failing that, raises an
-  error of the right kind instead of letting an empty turn be scored as the model's;
+* an answer the provider withheld (Gemini's ``MALFORMED_FUNCTION_CALL``, a safety block with no
+  candidate) arrives from litellm as an empty turn; :func:`fault_of` names it so the model
+  layer retries it and, failing that, raises an error of the right kind instead of letting an
+  empty turn be scored as the model's (a reply cut by the token limit, a tool call included,
+  is the model's own and is flagged ``truncated`` by the layer);
 * a rate limit often says how long to wait (``retry-after``, Gemini's ``RetryInfo``):
   :func:`retry_hint` reads it.
 """
@@ -113,9 +114,7 @@ def fault_of(response: Any) -> Fault | None:
         return Fault(reason, "model_output", "the provider could not parse the model's tool call")
     if reason in _SAFETY and not (has_calls or has_text):
         return Fault(reason, "infrastructure", "the provider's safety filter blocked the answer")
-    if reason in ("length", "MAX_TOKENS", "max_tokens") and has_calls:
-        return Fault(reason, "model_output", "the token limit cut the answer inside a tool call")
-    return None
+    return None  # a reply cut by the token limit is the model's, flagged ``truncated``
 
 
 _RETRY_DELAY = re.compile(r'retryDelay["\']?\s*[:=]\s*["\']?(\d+(?:\.\d+)?)s')

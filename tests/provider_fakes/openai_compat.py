@@ -35,6 +35,9 @@ class OpenAIFake(FakeProvider):
         messages = body.get("messages") or []
         if not messages:
             raise Refused("messages", "[] is too short - 'messages'")
+        # https://platform.openai.com/docs/api-reference/chat/create (messages): the roles, and
+        # https://platform.openai.com/docs/guides/function-calling: every tool call is answered
+        # by a tool message with its id before the conversation goes on
         open_calls: list[str] = []
         for i, m in enumerate(messages):
             role = m.get("role")
@@ -55,6 +58,8 @@ class OpenAIFake(FakeProvider):
                               f"{', '.join(open_calls)}")
             if role == "assistant":
                 open_calls = [c["id"] for c in m.get("tool_calls") or []]
+        # https://platform.openai.com/docs/api-reference/chat/create (tools): a function name
+        # matches ^[a-zA-Z0-9_-]{1,64}$ and its parameters are a JSON Schema object
         tools = []
         for i, tool in enumerate(body.get("tools") or []):
             fn = tool.get("function") or {}
@@ -76,6 +81,7 @@ class OpenAIFake(FakeProvider):
                     schema=schema, raw=body)
 
     def _check_response_format(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        # https://platform.openai.com/docs/api-reference/chat/create (response_format)
         fmt = body.get("response_format")
         if not fmt or fmt.get("type") == "text":
             return None
@@ -184,5 +190,6 @@ class DashScopeFake(OpenAIFake):
         temperature = body.get("temperature")
         if temperature is not None and not 0 <= temperature < 2:
             raise Refused("temperature", "Range of temperature should be [0.0, 2.0)")
+        # https://www.alibabacloud.com/help/en/model-studio/qwen-api-reference (messages)
         if not any(m.get("role") == "user" for m in body["messages"]):
             raise Refused("user_message", "messages must contain a user message")
