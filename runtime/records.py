@@ -80,5 +80,10 @@ class EpisodeRecord(BaseModel):
         "empty_reply, truncated) with counts; empty when every answer was well formed.")
     flags: list[str] = Field(
         default_factory=list, description="The kinds of malformed output seen in this episode.")
+    finish_reasons: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="The providers' own finish reasons that were not ordinary ones "
+        "(MALFORMED_FUNCTION_CALL, SAFETY, length, ...) by purpose, with counts, retried "
+        "answers included; empty when every answer ended normally.")
     started_at: str
     finished_at: str

@@ -69,6 +69,9 @@ def _role_classes():
 
         def __init__(self, turn: AgentTurn):
             self.turn = turn
+            self.call_ids: dict[str, str] = {}
+            """ToolSandbox's identifier-safe call id → the model's own one. The model's id can carry
+            provider state (litellm keeps Gemini's thought signature in it) that must go back."""
 
         def respond(self, ending_index: Optional[int] = None) -> None:
             messages = self.get_messages(ending_index=ending_index)
@@ -80,7 +83,7 @@ def _role_classes():
             schemas = tc.convert_to_openai_tools(tools)
             chat, _ = mc.to_openai_messages(messages)
             # The system messages are the policy, which the executor already holds.
-            chat = [m for m in chat if m["role"] != "system"]
+            chat = [convert.restore_call_ids(m, self.call_ids) for m in chat if m["role"] != "system"]
             content, calls = assistant_reply(self.turn(chat, schemas))
             context = ec.get_current_context()
             names = convert.NameMap({name: fn.__name__ for name, fn in tools.items()})
@@ -91,6 +94,8 @@ def _role_classes():
                 for i, call in enumerate(calls):
                     fn = call["function"]
                     call_id = convert.safe_call_id(call.get("id"), i)
+                    if call.get("id"):
+                        self.call_ids[call_id] = call["id"]
                     names.to_execution(fn["name"])  # unknown tool → KeyError, as in ToolSandbox
                     execution = context.get_execution_facing_tool_name(fn["name"])
                     code = convert.tool_call_to_code(call_id, execution, convert.parse_arguments(fn.get("arguments")))

@@ -71,6 +71,7 @@ def record_of(spec: RunSpec, key: EpisodeKey, seed: int, state: EpisodeState, me
         usage=meter.as_dict(),
         malformed=meter.malformed,
         flags=sorted({kind for counts in meter.malformed.values() for kind in counts}),
+        finish_reasons=meter.finish_reasons,
         timings_s=state.get("timings", {}),
         reused=state.get("reused", []),
         error=error,
