@@ -25,7 +25,8 @@ from runtime.logs import log_to, quiet_loguru
 from runtime.records import MODES, EpisodeKey
 from runtime.store import RunStore
 
-DEFAULT_MAX_STEPS = 100
+DEFAULT_MAX_STEPS = 200
+"""τ²'s own default (``tau2.config.DEFAULT_MAX_STEPS``), so Direct runs as long as ``tau2 run``."""
 
 
 @dataclass
@@ -134,7 +135,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         layer.limiter = LocalLimiter(config.model_concurrency)
     spec = RunSpec(
         run_id=run_id, env=config.env, sandbox=config.sandbox, domain=domain, task_ids=task_ids,
-        modes=modes, trials=config.trials, seed=config.seed, models=specs, planner=config.planner,
+        modes=modes, trials=config.trials, seed=config.seed,
+        seeding=config.seeding, models=specs, planner=config.planner,
         strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
         judge=judge, auditor=not config.no_auditor,
     )
