@@ -177,10 +177,19 @@ def open_folder(path: Path, option: str, make: Callable[[Path], object]):
                          "folder path") from exc
 
 
+BARE_PURPOSES = ("executor", "user")
+"""The purposes that stand in for a benchmark's own agent and user roles."""
+
+
 def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     """The model of each role, and whether all of them fell back to the embedded model."""
+    from envs.registry import ENVIRONMENTS
+
     configured = {role: getattr(config, role) for role in ROLES}
     models = resolve(configured, EMBEDDED_MODEL)
+    env_spec = ENVIRONMENTS.get(config.env)
+    bare = BARE_PURPOSES if env_spec is not None and not env_spec.native_sampling else ()
+    user_set = tuple(k for k in ("temperature", "seed") if k in config.model_fields_set)
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
         max_tokens, stages = config.max_tokens, ()
@@ -189,7 +198,7 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
             stages = tuple(EMBEDDED_STAGE_MAX_TOKENS.items())
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
                          max_tokens=max_tokens, timeout=config.request_timeout,
-                         stage_max_tokens=stages)
+                         stage_max_tokens=stages, bare_purposes=bare, user_set=user_set)
 
     endpoint = {"model": config.api_base, "user_model": config.user_api_base or config.api_base}
     critic_endpoint = config.critic_api_base or config.api_base  # the critic, judge and auditor
