@@ -24,7 +24,7 @@ def run_episode(spec: RunSpec, services: Services, key: EpisodeKey,
     """The episode ``key`` of ``spec``: its record, and the shared artifacts it made."""
     started = now()
     meter = Meter()
-    seed = trial_seed(spec.seed, key.trial)
+    seed = trial_seed(spec.seed, key.trial, spec.seeding)
     ctx = EpisodeContext(key=key, seed=seed, env=services.env, layer=services.layer,
                          artifacts=artifacts, planner_name=spec.planner,
                          make_planner=services.make_planner, meter=meter, max_steps=spec.max_steps,
@@ -84,7 +84,7 @@ def lost_record(spec: RunSpec, key: EpisodeKey, error_type: str, message: str) -
     """The record of an episode whose process died under it (``--retry-errors`` reruns it)."""
     stamp = now()
     return EpisodeRecord(run_id=spec.run_id, key=key, record_id=key.id(), status="error",
-                         seed=trial_seed(spec.seed, key.trial),
+                         seed=trial_seed(spec.seed, key.trial, spec.seeding),
                          error=StageError(stage="worker", type=error_type,
                                           message=" ".join(message.split())[:2000]),
                          started_at=stamp, finished_at=stamp)

@@ -110,6 +110,12 @@ class ModelSpec:
     purposes: a slow local model spends most of its time generating, and a user turn needs far
     fewer tokens than a plan."""
 
+    bare_purposes: tuple[str, ...] = ()
+    """Purposes whose requests carry no temperature, seed or tool_choice beyond ``user_set``:
+    the executor and user of a benchmark whose own roles send none (ToolSandbox)."""
+    user_set: tuple[str, ...] = ()
+    """Which of ``temperature``/``seed`` the user set: sent for bare purposes too."""
+
     def max_tokens_for(self, purpose: str) -> int | None:
         return dict(self.stage_max_tokens).get(purpose, self.max_tokens)
 
@@ -426,6 +432,10 @@ class RoleClient:
         if tools:
             request["tools"] = portable_tools(tools)
             request["tool_choice"] = "auto"
+        if self.purpose in self.spec.bare_purposes:
+            for key in ("temperature", "seed", "tool_choice"):
+                if key not in self.spec.user_set:
+                    request.pop(key, None)
         if json_schema is not None:
             request["response_format"] = {
                 "type": "json_schema",
