@@ -51,6 +51,10 @@ def error_kind(exc: BaseException) -> ErrorKind:
         seen.add(id(current))
         chain.append(current)
         current = current.__cause__ or current.__context__
+    for e in chain:  # an error that knows its kind (the model layer's ProviderFault) says so
+        declared = getattr(e, "error_kind", None)
+        if declared in KINDS:
+            return declared
     if any(isinstance(e, INFRASTRUCTURE) or type(e).__module__.startswith("docker.") for e in chain):
         return "infrastructure"
     if any(isinstance(e, MODEL_OUTPUT) or type(e).__name__ in MODEL_OUTPUT_NAMES for e in chain):
