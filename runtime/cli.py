@@ -14,6 +14,7 @@ import sys
 from typing import Callable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envs.base import EnvError
@@ -85,9 +86,9 @@ def close_environments(runs: Sequence[Run]) -> None:
 def run_with_progress(run: Run, console: Console) -> None:
     store, keys = run.store, run.keys
     todo, _ = pending(run.spec, store, run.config.retry_errors)
-    if store.torn_lines:
-        console.print(f"[yellow]warning: {store.torn_lines} unreadable line(s) in "
-                      f"{store.records_path} skipped; their episodes run again[/]")
+    if note := store.skipped_note():
+        console.print(f"[yellow]warning: {escape(note)}; their episodes run again[/]",
+                      highlight=False)
     console.print(f"run {run.spec.run_id}: {len(keys)} episodes ({len(keys) - len(todo)} "
                   f"already done) → {store.root}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

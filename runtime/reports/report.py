@@ -224,9 +224,11 @@ def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
     return written
 
 
-def build(folder: Path, title: str | None = None) -> dict[str, Path]:
+def build(folder: Path, title: str | None = None, store: RunStore | None = None) -> dict[str, Path]:
+    """Write the report of ``folder``; ``store`` (the folder's, already open) lets the caller
+    read what the read skipped (``store.skipped_note()``)."""
     folder = Path(folder)
-    store = RunStore(folder)
+    store = store or RunStore(folder)
     records = store.records()
     if not records:
         raise ValueError(f"no records in {folder / 'records.jsonl'}")
@@ -236,6 +238,8 @@ def build(folder: Path, title: str | None = None) -> dict[str, Path]:
     title = title or f"Report: {meta.get('name', folder.name)}"
     df = frame(records)
     md = markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
+    if note := store.skipped_note():
+        md += f"\n> **warning:** {note}; the report leaves them out.\n"
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
     write_text_atomic(paths["markdown"], md)
     flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in table]
