@@ -10,6 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 MODES = ("direct", "plan-first", "refine")
+BAD_ANSWER = ("unparsable_tool_call", "empty_reply")
+"""Flags of an answer that failed validation: it is never cached (``runtime.llm.layer``), and
+``--retry-errors`` runs an episode that carries one again (``runtime.batch``)."""
 Mode = Literal["direct", "plan-first", "refine"]
 
 
@@ -38,6 +41,10 @@ class StageError(BaseModel):
         description="infrastructure / model_output / internal (runtime.failures); absent in "
         "records written before kinds were recorded.",
     )
+    cause: str | None = Field(
+        default=None,
+        description="What was seen, a row of runtime.failures.CAUSES (http_4xx, http_5xx, "
+        "timeout, connection, ...); absent in records written before causes were recorded.")
 
 
 class EpisodeRecord(BaseModel):

@@ -85,7 +85,8 @@ def _delta_fields(part: pd.DataFrame) -> dict[str, Any]:
             arms[arm] = counted
             fields.update({f"{arm}_episodes": counted.episodes, f"{arm}_errors": counted.errors,
                            f"{arm}_error_rate": counted.rate,
-                           f"{arm}_infrastructure_errors": counted.infrastructure})
+                           f"{arm}_infrastructure_errors": counted.infrastructure,
+                           f"{arm}_error_causes": counted.causes_text()})
     fields["error_warnings"] = error_warnings(arms)
     lines = delta_lines(part[part["mode"] == "refine"], part[part["mode"] == "plan-first"])
     for line, prefix in zip(DELTA_LINES, ("delta", "delta0")):
@@ -154,14 +155,15 @@ def errors_markdown(table: list[dict[str, Any]]) -> list[str]:
     lines = ["", "## Errors and Δ with errors counted", "",
              "Δ on the tasks complete in both arms (the table above) and with errored episodes "
              "scored 0. Infrastructure: model endpoint, env server or container failures.", "",
-             "| env | tested model | critique | mode | episodes | errors | error rate | infrastructure |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| env | tested model | critique | mode | episodes | errors | error rate | infrastructure "
+             "| by cause |", "|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         for arm in ARMS:
             if r.get(f"{arm}_episodes"):
                 lines.append(f"| {r['env']} | {r['model']} | {_strategy_label(r['strategy'])} | {arm} | "
                              f"{r[f'{arm}_episodes']} | {r[f'{arm}_errors']} | "
-                             f"{r[f'{arm}_error_rate']:.1%} | {r[f'{arm}_infrastructure_errors']} |")
+                             f"{r[f'{arm}_error_rate']:.1%} | {r[f'{arm}_infrastructure_errors']} | "
+                             f"{r[f'{arm}_error_causes'] or '–'} |")
     lines += ["", "| env | tested model | critique | Δ complete [95% CI] | tasks | Δ errors as 0 [95% CI] "
               "| tasks |", "|---|---|---|---|---|---|---|"]
     for r in table:

@@ -2,8 +2,9 @@
 n, errors (rate, and how many were infrastructure's), plan-judge correctness p0 → p1, guard
 firings, tokens and cost; warnings when errors could bias the comparison; and the leak figures
 (critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``); the
-provenance audit (unexplained values, episodes affected, rate: ``runtime.reports.provenance``); and
-episodes with malformed model output."""
+provenance audit (unexplained values, episodes affected, rate: ``runtime.reports.provenance``);
+episodes with malformed model output; and ``flagged``: scored episodes whose score rests on an
+answer that failed validation (``--retry-errors`` runs them again)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from runtime.reports import categories
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
-from runtime.records import MODES, EpisodeRecord
+from runtime.records import BAD_ANSWER, MODES, EpisodeRecord
 
 
 def arm(mode: str, strategy: str) -> str:
@@ -42,13 +43,15 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "env": r.key.env, "domain": r.key.domain, "task_id": r.key.task_id, "mode": r.key.mode,
             "strategy": r.key.strategy, "arm": arm(r.key.mode, r.key.strategy),
             "model": r.key.model, "trial": r.key.trial, "status": r.status, "score": r.score,
-            "error_kind": r.error.kind if r.error else None, "error_stage": r.error.stage if r.error else None,
+            "error_kind": r.error.kind if r.error else None,
+            "error_cause": r.error.cause if r.error else None, "error_stage": r.error.stage if r.error else None,
             "score_name": r.score_name, "turns": r.turns, "cost_usd": total.get("cost_usd", 0.0),
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
             **leak_columns(r),
             **provenance_columns(r),
             "malformed": bool(r.flags),
+            "flagged": r.status == "ok" and bool(set(r.flags) & set(BAD_ANSWER)),
             "p0_correct": _judged(r.judge_p0, "is_correct"), "p0_grade": _judged(r.judge_p0, "grade"),
             "p1_correct": _judged(r.judge_p1, "is_correct"), "p1_grade": _judged(r.judge_p1, "grade"),
         }
@@ -91,6 +94,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 **leak_figures(part),
                 **provenance_figures(part),
                 "malformed_output": int(part["malformed"].sum()),
+                "flagged": int(part["flagged"].sum()),
             }
     for name, figures in beyond_plan_first(df).items():
         by_arm[name].update(figures)
@@ -107,7 +111,8 @@ def _error_fields(part: pd.DataFrame) -> dict[str, Any]:
     """An arm's errors: the rate over its episodes, and how many were infrastructure failures
     (model endpoint, env server, container) rather than the agent's."""
     errors = arm_errors(part)
-    return {"error_rate": errors.rate, "infrastructure_errors": errors.infrastructure}
+    return {"error_rate": errors.rate, "infrastructure_errors": errors.infrastructure,
+            "error_causes": dict(errors.causes)}
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -131,6 +136,11 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
     console.print(table)
     for warning in summary.get("error_warnings", []):
         console.print(f"[yellow]warning:[/] {warning}")
+    for name, row in summary["by_arm"].items():
+        if row.get("flagged"):
+            console.print(f"[yellow]warning:[/] {name}: {row['flagged']} scored episode(s) rest on "
+                          "an answer that failed validation (unparsable tool call, empty message); "
+                          "--retry-errors runs them again")
     if (leaks := leak_table(summary["by_arm"], title)) is not None:
         console.print(leaks)
     if (provenance := provenance_table(summary["by_arm"], title)) is not None:
