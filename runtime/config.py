@@ -83,6 +83,10 @@ class RunSettings(BaseModel):
     ray_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Ray episode workers (one process each); "
         "default: one per CPU of the Ray instance.")
+    allow_changed_settings: bool = Field(
+        default=False, description="Resume a run folder even though settings that change "
+        "episodes (models, endpoints, temperature, seed, step limit, strategies, planner, ...) "
+        "differ from its earlier invocations; the mix is recorded in run.json.")
     model_concurrency: int | None = Field(
         default=None, ge=1, le=4096, description="At most this many model calls in flight per "
         "provider (endpoint), across every thread and every Ray worker of the run.")

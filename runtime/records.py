@@ -10,6 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 MODES = ("direct", "plan-first", "refine")
+RECORD_VERSION = 2
+"""The shape and meaning of a record; part of a run's settings fingerprint (``runtime.fingerprint``)."""
 BAD_ANSWER = ("unparsable_tool_call", "empty_reply")
 """Flags of an answer that failed validation: it is never cached (``runtime.llm.layer``), and
 ``--retry-errors`` runs an episode that carries one again (``runtime.batch``)."""
@@ -84,5 +86,8 @@ class EpisodeRecord(BaseModel):
         "empty_reply, truncated) with counts; empty when every answer was well formed.")
     flags: list[str] = Field(
         default_factory=list, description="The kinds of malformed output seen in this episode.")
+    fingerprint: str | None = Field(
+        default=None, description="The id of the settings the episode was made with (run.json "
+        "holds them, runtime.fingerprint); absent in records written before fingerprints.")
     started_at: str
     finished_at: str

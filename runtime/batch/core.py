@@ -155,6 +155,8 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 if stop:
                     continue  # may have been broken by the fatal failure: left to resume
                 record = outcome.record or lost_record(spec, outcome.key, *outcome.lost)
+                if spec.fingerprint and record.fingerprint is None:
+                    record = record.model_copy(update={"fingerprint": spec.fingerprint})
                 store.append(record)
                 written.append(record)
                 on_done(record)

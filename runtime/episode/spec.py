@@ -54,6 +54,8 @@ class RunSpec(BaseModel):
     concurrency: int = 4
     judge: bool = True
     auditor: bool = True
+    fingerprint: str = ""
+    """The id of the settings fingerprint (``runtime.fingerprint``) each record carries."""
     refresh: frozenset[str] = frozenset()
     """Record ids re-run because they errored: their model calls bypass the response cache."""
 

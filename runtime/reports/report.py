@@ -31,7 +31,7 @@ from runtime.reports.stats import (  # noqa: E402
     pass_k,
 )
 from runtime.store import RunStore, write_text_atomic  # noqa: E402
-from runtime.reports.summary import frame  # noqa: E402
+from runtime.reports.summary import frame, mixed_settings  # noqa: E402
 from runtime.reports import explorer, leaks, provenance  # noqa: E402
 
 ARMS = ("direct", "plan-first", "refine")
@@ -40,7 +40,12 @@ ARMS = ("direct", "plan-first", "refine")
 def rows(df: pd.DataFrame, published: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per environment × tested model × critique strategy (usually one strategy)."""
     out = []
-    for (env, model), cell in df.groupby(["env", "model"], sort=True):
+    mixed = "fingerprint" in df and df["fingerprint"].nunique() > 1
+    by = ["env", "model", "fingerprint"] if mixed else ["env", "model"]
+    for group, cell in df.groupby(by, sort=True):
+        env, model = group[0], group[1]
+        if mixed:  # never one mean over episodes made with different settings
+            model = f"{model} (settings {group[2]})"
         strategies = sorted(set(cell.loc[cell["mode"] == "refine", "strategy"])) or [""]
         for strategy in strategies:
             part = cell[(cell["mode"] != "refine") | (cell["strategy"] == strategy)]
@@ -240,6 +245,9 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     title = title or f"Report: {meta.get('name', folder.name)}"
     df = frame(records)
     md = markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
+    if "fingerprint" in df and df["fingerprint"].nunique() > 1:
+        counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
+        md += f"\n> **warning:** {mixed_settings(counts)}; each row above is one fingerprint.\n"
     if note := store.skipped_note():
         md += f"\n> **warning:** {note}; the report leaves them out.\n"
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}

@@ -50,6 +50,7 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "guard_fired": bool(r.guard and r.guard.get("fired")),
             **leak_columns(r),
             **provenance_columns(r),
+            "fingerprint": r.fingerprint or "unrecorded",
             "malformed": bool(r.flags),
             "flagged": r.status == "ok" and bool(set(r.flags) & set(BAD_ANSWER)),
             "p0_correct": _judged(r.judge_p0, "is_correct"), "p0_grade": _judged(r.judge_p0, "grade"),
@@ -101,10 +102,21 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
     if not df.empty:
         result["error_warnings"] = error_warnings({name: arm_errors(df[df["arm"] == name]) for name in by_arm})
+    if not df.empty:
+        result["fingerprints"] = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
+        if len(result["fingerprints"]) > 1:
+            result["settings_warning"] = mixed_settings(result["fingerprints"])
     by_cat = categories.by_category(records, group=lambda r: arm(r.key.mode, r.key.strategy))
     if by_cat:  # ToolSandbox: per-category similarity and turns, aggregated as ToolSandbox does
         result["by_category"] = by_cat
     return result
+
+
+def mixed_settings(counts: dict[str, int]) -> str:
+    """The warning for a folder whose records were made with more than one set of settings."""
+    listed = ", ".join(f"{fp}: {n}" for fp, n in counts.items())
+    return (f"records made with {len(counts)} different settings (fingerprint: records — {listed}); "
+            "run.json lists each fingerprint's settings; compare arms within one fingerprint")
 
 
 def _error_fields(part: pd.DataFrame) -> dict[str, Any]:
@@ -134,7 +146,8 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
                       f"{row.get('error_rate', 0.0):.1%}", str(row.get("infrastructure_errors", 0)), judge,
                       str(row["guard_fired"]), str(row["tokens"]), f"{row['cost_usd']:.4f}")
     console.print(table)
-    for warning in summary.get("error_warnings", []):
+    for warning in summary.get("error_warnings", []) + [summary.get("settings_warning")] * (
+            "settings_warning" in summary):
         console.print(f"[yellow]warning:[/] {warning}")
     for name, row in summary["by_arm"].items():
         if row.get("flagged"):
