@@ -70,7 +70,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     from critique.strategies import resolve
     from envs import EnvError, get_environment, registry
     from envs.base import TaskSelection
-    from runtime.llm.layer import ModelConfigError, ModelLayer, ResponseCache, check_credentials
+    from runtime.llm.layer import (ModelConfigError, ModelLayer, ResponseCache, check_credentials,
+                                    check_provider)
 
     modes = modes or config.modes
     run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
@@ -91,6 +92,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         for spec in specs.values():
             check_credentials(spec)
         register_providers(specs)
+        for spec in specs.values():
+            check_provider(spec)
         env_spec = registry.spec(config.env)
         env = get_environment(config.env, sandbox=config.sandbox)
         domain = config.domain or (env_spec.embedded_domain if embedded else None) or env_spec.default_domain
@@ -126,6 +129,10 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
         judge=judge, auditor=not config.no_auditor,
     )
+    if config.ray_address:  # before the folder is touched, whether or not work is pending
+        from runtime.backends.ray_backend import ACCEPTED_ADDRESS, reachable
+
+        reachable(config.ray_address, ACCEPTED_ADDRESS)
     identity = fingerprint.fingerprint(spec, config.env)
     changed = fingerprint.changed_settings(fingerprint.previous(out, identity["scope"]), identity)
     if changed and not config.allow_changed_settings:

@@ -103,6 +103,23 @@ class RunSettings(BaseModel):
             raise ValueError("must not be empty; leave the option out to use the default")
         return value
 
+    @field_validator("api_base", "critic_api_base", "user_api_base")
+    @classmethod
+    def _a_url(cls, value: str | None) -> str | None:
+        from urllib.parse import urlsplit
+
+        if value is None:
+            return value
+        try:
+            parts = urlsplit(value.strip())
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("not an http(s) URL; give the endpoint's URL, e.g. "
+                             "http://localhost:8000/v1")
+        return value
+
     @field_validator("strategy")
     @classmethod
     def _known_strategy(cls, value: str) -> str:

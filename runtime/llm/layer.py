@@ -488,3 +488,18 @@ def check_credentials(spec: ModelSpec) -> None:
             f"model {spec.model!r} needs {', '.join(missing)} in the environment "
             "(or pass --api-base for an OpenAI-compatible server)"
         )
+
+
+def check_provider(spec: ModelSpec) -> None:
+    """Fail at once, in one line, when litellm cannot route ``spec.model`` to a provider (an
+    unknown ``<provider>/`` prefix, or a bare name it does not know): the first call would
+    fail the same way, only after the environment had started."""
+    try:
+        litellm.get_llm_provider(model=spec.model, api_base=spec.api_base)
+    except Exception as exc:  # noqa: BLE001 - litellm raises its BadRequestError, or others
+        prefix, slash, _ = spec.model.partition("/")
+        what = f"unknown provider {prefix!r}" if slash else "no provider prefix litellm knows"
+        raise ModelConfigError(
+            f"model {spec.model!r}: {what}; give <provider>/<model> with one of litellm's "
+            f"{len(litellm.provider_list)} providers (e.g. openai/, anthropic/, gemini/, "
+            "hosted_vllm/, ollama/), or local/<path to a .gguf file>") from exc
