@@ -94,10 +94,24 @@ def differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> l
 
 def changed_settings(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     """The differing settings between an earlier fingerprint and this one ([] when the same,
-    or when there is nothing earlier to compare with)."""
+    or when there is nothing earlier to compare with); one change made to every role's model
+    (``--temperature``, ``--api-base``) is said once, as ``models.*.<setting>``."""
     if old is None or old.get("id") == new["id"]:
         return []
-    return differences(old.get("settings") or {}, new["settings"])
+    before, after = old.get("settings") or {}, new["settings"]
+    roles = set(before.get("models") or {}) | set(after.get("models") or {})
+    out, by_change = [], {}
+    for line in differences(before, after):
+        parts = line.split(" ", 1)[0].split(".")
+        if len(parts) == 3 and parts[0] == "models":
+            change = (parts[2], line.split(" ", 1)[1])
+            by_change.setdefault(change, []).append(parts[1])
+            continue
+        out.append(line)
+    for (setting, change), which in by_change.items():
+        who = "*" if set(which) == roles and len(roles) > 1 else ",".join(which)
+        out.append(f"models.{who}.{setting} {change}")
+    return out
 
 
 def fingerprint(spec: Any, env: str) -> dict[str, Any]:

@@ -128,10 +128,11 @@ def test_a_malformed_answer_is_never_cached_and_retry_errors_reruns_its_flagged_
     (fresh,) = read_records(tmp_path / "fresh")
     assert fresh["score"] == 1.0 and fresh["flags"] == []
 
-    # --retry-errors re-runs the flagged ok record, cache bypassed.
+    # --retry-errors re-runs the flagged ok record, cache bypassed (the proxy's port is new: the
+    # endpoint changed, so the folder's settings did too).
     with FaultProxy(gold_stub, lambda n, b: None) as healthy:
         assert _run(healthy.url + "/v1", tmp_path / "run", "--cache-dir", str(cache),
-                    "--retry-errors") == 0
+                    "--retry-errors", "--allow-changed-settings") == 0
         answered = len(healthy.requests)
     retried = read_records(tmp_path / "run")[-1]
     assert len(read_records(tmp_path / "run")) == 2

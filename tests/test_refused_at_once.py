@@ -15,7 +15,7 @@ from runtime import ablate, report as report_cli, validate
 from runtime.store import RunStore
 from tests.conftest import read_records
 from tests.test_no_bad_answer_kept import TASK, gold_stub  # noqa: F401 - the fixture
-from tests.test_store_torn_tails import _records
+from tests.test_store_torn_tails import random_records
 
 
 def _one_error_line(capsys) -> str:
@@ -35,7 +35,7 @@ def _mock(url: str, out: Path, *extra: str) -> list[str]:
 
 def test_an_unwritable_apb_out_is_refused_before_any_report_file(tmp_path, capsys):
     store = RunStore(tmp_path)
-    for record in _records(random.Random(0), 2):
+    for record in random_records(random.Random(0), 2):
         store.append(record)
     before = _files(tmp_path)
     assert report_cli.main([str(tmp_path), "--apb-out", "/proc/x"]) == 2
@@ -46,7 +46,7 @@ def test_an_unwritable_apb_out_is_refused_before_any_report_file(tmp_path, capsy
 
 def test_an_apb_out_that_is_a_folder_is_refused(tmp_path, capsys):
     store = RunStore(tmp_path)
-    for record in _records(random.Random(0), 1):
+    for record in random_records(random.Random(0), 1):
         store.append(record)
     assert report_cli.main([str(tmp_path), "--apb-out", str(tmp_path)]) == 2
     assert "it is a folder" in _one_error_line(capsys)

@@ -19,6 +19,7 @@ from runtime.llm.layer import ModelSpec
 from runtime.records import EpisodeRecord
 from runtime.reports.summary import summarize
 from runtime.store import RECORDS, RunStore
+from tests.test_no_bad_answer_kept import TASK, gold_stub  # noqa: F401 - the fixture
 
 ALPHABET = "abc xyz 0123 — “quoted” é ß 東京 🙂 \\ \" \n\t{}[]"
 SPEC = RunSpec(run_id="r", env="tau2", domain="mock", task_ids=["t1", "t2", "t3"],
@@ -29,7 +30,7 @@ def _text(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(ALPHABET) for _ in range(n))
 
 
-def _records(rng: random.Random, n: int) -> list[EpisodeRecord]:
+def random_records(rng: random.Random, n: int) -> list[EpisodeRecord]:
     out = []
     for key in SPEC.keys()[:n]:
         out.append(EpisodeRecord(
@@ -94,7 +95,7 @@ def test_a_record_cut_at_every_byte_offset_heals(tmp_path, seed):
 
 def _property(tmp_path, seed: int, sample: int | None) -> None:
     rng = random.Random(seed)
-    records = _records(rng, rng.randint(2, 5))
+    records = random_records(rng, rng.randint(2, 5))
     whole = _write(tmp_path / "w", records)
     last = records[-1]
     offsets = _offsets(last.model_dump_json().encode(), sample, rng)
@@ -106,7 +107,7 @@ def _property(tmp_path, seed: int, sample: int | None) -> None:
 
 
 def test_a_tail_cut_inside_a_multibyte_character_is_named_by_file_and_line(tmp_path, capsys):
-    records = _records(random.Random(3), 3)
+    records = random_records(random.Random(3), 3)
     whole = _write(tmp_path, records)
     dash = "—".encode()
     torn = records[0].model_copy(update={"opening_request": "a — b"}).model_dump_json().encode()
@@ -122,3 +123,23 @@ def test_a_tail_cut_inside_a_multibyte_character_is_named_by_file_and_line(tmp_p
     err = capsys.readouterr().err
     assert f"warning: 1 unreadable line(s) in {tmp_path / RECORDS} skipped (line 4)" in err
     assert "skipped (line 4)" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+def test_resume_of_a_folder_with_a_tail_torn_inside_a_character_warns_and_goes_on(
+        gold_stub, tmp_path, monkeypatch, capsys):  # noqa: F811
+    from runtime import validate
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-unused-0000000000")
+    out = tmp_path / "run"
+    argv = ["--env", "tau2", "--domain", "mock", "--mode", "direct", "--task-ids", TASK,
+            "--model", "openai/m", "--api-base", gold_stub + "/v1", "--out", str(out), "--no-cache"]
+    assert validate.main(argv) == 0
+    line = (out / RECORDS).read_bytes().splitlines()[0]
+    torn = line.replace(b'"opening_request":"', '"opening_request":"a — '.encode(), 1)
+    with open(out / RECORDS, "ab") as fh:
+        fh.write(torn[:torn.index("—".encode()) + 1])
+    capsys.readouterr()
+    assert validate.main(argv) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"warning: 1 unreadable line(s) in {out / RECORDS} skipped (line 2)" in said
+    assert "1 episodes (1 already done)" in said
