@@ -70,7 +70,9 @@ def record(rng: random.Random, task: int, mode: str, model: str, trial: int) -> 
         if rng.random() < 0.3:
             messages += [{"role": "assistant", "content": _text(rng, 25)}, {"role": "user", "content": _text(rng, 15)}]
     planned = mode != "direct"
-    judgement = {"judgement": {"is_correct": rng.random() < 0.5, "grade": 0.6, "error_list": [0, 1, 0, 0, 1, 0],
+    correct = rng.random() < 0.5  # grade and flags agree, as the verdict rule has them
+    judgement = {"judgement": {"is_correct": correct, "grade": 1.0 if correct else 0.6,
+                               "errors": {f"E{i}": not correct and i in (2, 5) for i in range(1, 7)},
                                "reasoning": _text(rng, 40)}, "attempts": 1, "failure": None}
     score = float(rng.random() < 0.5)
     return {

@@ -1,18 +1,25 @@
-"""A scripted OpenAI-compatible chat server on loopback, for benchmarks only.
+"""A scripted OpenAI-compatible chat server on loopback, for benchmarks and agreement tests.
 
 It answers ``POST /v1/chat/completions`` after a fixed latency, replaying τ²-bench's reference
 solution for both sides of the conversation, so τ²'s own ``tau2 run`` and this runtime can be
-timed against the same "model":
+timed and compared against the same "model":
 
 * a user-simulator request (τ²'s user prompt, with the task's ``<scenario>``) opens with
-  ``[task <domain>/<id>]`` and stops once the agent says it is done;
+  ``[task <domain>/<id>]`` (the id runs to the last ``]``: telecom ids hold brackets). Several
+  tasks can share a scenario (telecom: 114 tasks, 15 scenarios), so the task is looked up among
+  the tasks the stub was started for (``--task-ids``); a scenario that still names tasks with
+  different reference solutions is an error, never a guess;
 * an agent request finds that marker in the first user message and plays the next reference
-  action as a tool call (counted from the tool calls already in the conversation), then states
-  the task's ``communicate_info``.
+  action: its own as a tool call, the user's (telecom: toggling airplane mode on the phone) by
+  asking the user to do step N on the device; then it states the task's ``communicate_info``;
+* the user plays its own reference actions as tool calls when asked, then says how many it did,
+  and stops once the agent says it is done.
 
-Stateless per request, so any concurrency works. It measures plumbing, never a model.
+``--sabotage`` leaves out the last reference write that changes the end state (the replay must
+then score 0). Stateless per request (everything is read back from the conversation), so any
+concurrency works. It measures plumbing, never a model.
 
-    python bench/stub_server.py --port 8765 --latency 0.2
+    python bench/stub_server.py --port 8765 --latency 0.2 --domains telecom --task-ids a,b
 """
 
 from __future__ import annotations
@@ -21,27 +28,38 @@ import argparse
 import json
 import os
 import re
+import sys
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 DONE = "That completes your request."
-_MARKER = re.compile(r"\[task ([a-z]+)/([^\]]+)\]")
+_MARKER = re.compile(r"\[task ([a-z_-]+)/(.+)\]")
+_SCENARIO = re.compile(r"<scenario>\n(.*)\n</scenario>", re.S)
+_STEP = re.compile(r"do step (\d+) on your device")
+_DID = re.compile(r"\[did (\d+)\]")
 
 
 class Replay:
-    def __init__(self, domains: list[str]):
+    def __init__(self, domains: list[str], task_ids: list[str] | None = None, sabotage: bool = False):
         from tau2.registry import registry
 
+        self.sabotage = sabotage
         self.tasks = {}
-        self.scenarios = []
+        self.by_scenario: dict[str, list[tuple[str, str]]] = {}
+        wanted = set(task_ids) if task_ids else None
         for domain in domains:
             for task in registry.get_tasks_loader(domain)():
+                if wanted is not None and task.id not in wanted:
+                    continue
                 self.tasks[(domain, task.id)] = task
-                self.scenarios.append((str(task.user_scenario), domain, task.id))
+                self.by_scenario.setdefault(str(task.user_scenario), []).append((domain, task.id))
+        self._actions: dict[tuple[str, str], list] = {}
+        self._lock = threading.Lock()
 
     def answer(self, body: dict) -> dict:
         messages = body["messages"]
@@ -50,27 +68,83 @@ class Replay:
             return self._user(system, messages)
         return self._agent(messages)
 
+    def actions(self, domain: str, task_id: str) -> list:
+        """The reference actions the replay plays (the sabotaged list under ``sabotage``)."""
+        with self._lock:
+            if (domain, task_id) not in self._actions:
+                task = self.tasks[(domain, task_id)]
+                actions = list(task.evaluation_criteria.actions or [])
+                if self.sabotage:
+                    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+                    from testkit.gold import last_state_changing_write
+
+                    index = last_state_changing_write(domain, task)
+                    if index is not None:
+                        del actions[index]
+                self._actions[(domain, task_id)] = actions
+            return self._actions[(domain, task_id)]
+
+    def find(self, system: str) -> tuple[str, str]:
+        """The task whose scenario the user prompt holds; raises ``LookupError`` when none, or
+        several with different reference solutions."""
+        match = _SCENARIO.search(system)
+        found = self.by_scenario.get(match.group(1) if match else "", [])
+        if not found:
+            raise LookupError("no task of this stub has the user prompt's scenario")
+        solutions = {json.dumps(self._solution(*key), sort_keys=True, default=str) for key in found}
+        if len(solutions) > 1:
+            names = ", ".join(t for _, t in found[:4])
+            raise LookupError(f"the scenario is shared by tasks with different reference solutions "
+                              f"({names}, ...): start the stub with --task-ids naming one of them")
+        return found[0]
+
+    def _solution(self, domain: str, task_id: str) -> tuple:
+        criteria = self.tasks[(domain, task_id)].evaluation_criteria
+        return ([a.model_dump() for a in self.actions(domain, task_id)], criteria.communicate_info)
+
     def _user(self, system: str, messages: list[dict]) -> dict:
         convo = [m for m in messages if m["role"] != "system"]
         if len(convo) <= 1:
-            domain, task_id = next((d, t) for s, d, t in self.scenarios if s in system)
+            domain, task_id = self.find(system)
             return {"content": f"Hi, I need help. [task {domain}/{task_id}]"}
-        last = convo[-1].get("content") or ""
-        return {"content": "###STOP###" if DONE in last else "Please continue."}
+        # the user's view is flipped: the agent speaks as "user", the user's own turns as "assistant"
+        domain, task_id = _MARKER.search(next(m.get("content") or "" for m in convo
+                                              if m["role"] == "assistant")).groups()
+        agent_said = [i for i, m in enumerate(convo) if m["role"] == "user"]
+        last = convo[agent_said[-1]].get("content") or ""
+        if DONE in last:
+            return {"content": "###STOP###"}
+        step = _STEP.search(last)
+        if step is None:
+            return {"content": "Please continue."}
+        did = sum(len(m.get("tool_calls") or []) for m in convo[agent_said[-1] + 1:]
+                  if m["role"] == "assistant")
+        actions = self.actions(domain, task_id)
+        index = int(step.group(1)) + did
+        if index < len(actions) and actions[index].requestor == "user":
+            return _call(actions[index])
+        return {"content": f"Done on my phone. [did {did}]"}
 
     def _agent(self, messages: list[dict]) -> dict:
         first_user = next(m.get("content") or "" for m in messages if m["role"] == "user")
         domain, task_id = _MARKER.search(first_user).groups()
         task = self.tasks[(domain, task_id)]
-        actions = [a for a in (task.evaluation_criteria.actions or []) if a.requestor == "assistant"]
+        actions = self.actions(domain, task_id)
         done = sum(len(m.get("tool_calls") or []) for m in messages if m["role"] == "assistant")
+        done += sum(int(n) for m in messages if m["role"] == "user"
+                    for n in _DID.findall(m.get("content") or ""))
         if done < len(actions):
-            action = actions[done]
-            return {"content": None, "tool_calls": [{
-                "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                "function": {"name": action.name, "arguments": json.dumps(action.arguments)}}]}
+            if actions[done].requestor == "assistant":  # words beside the call, as models do
+                return _call(actions[done], f"Let me run {actions[done].name} for you.")
+            return {"content": f"Please do step {done} on your device and tell me when it is done."}
         info = " ".join(task.evaluation_criteria.communicate_info or [])
         return {"content": f"{info} {DONE}".strip()}
+
+
+def _call(action, text: str | None = None) -> dict:
+    return {"content": text, "tool_calls": [{
+        "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+        "function": {"name": action.name, "arguments": json.dumps(action.arguments)}}]}
 
 
 def make_handler(replay: Replay, latency: float):
@@ -98,7 +172,10 @@ def make_handler(replay: Replay, latency: float):
                 calls["peak_in_flight"] = max(calls["peak_in_flight"], calls["in_flight"])
             try:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                reply = replay.answer(body)
+                try:
+                    reply = replay.answer(body)
+                except LookupError as exc:
+                    return self._error(str(exc))
                 time.sleep(latency)
             finally:
                 with lock:
@@ -119,14 +196,24 @@ def make_handler(replay: Replay, latency: float):
             self.end_headers()
             self.wfile.write(payload)
 
+        def _error(self, message: str) -> None:
+            payload = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
         def log_message(self, *args):  # quiet
             pass
 
     return Handler
 
 
-def serve(port: int, latency: float, domains: list[str]) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(Replay(domains), latency))
+def serve(port: int, latency: float, domains: list[str], task_ids: list[str] | None = None,
+          sabotage: bool = False) -> ThreadingHTTPServer:
+    replay = Replay(domains, task_ids, sabotage)
+    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(replay, latency))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -137,8 +224,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--domains", default="airline,retail")
+    parser.add_argument("--task-ids", help="comma-separated ids: the tasks a shared scenario may be")
+    parser.add_argument("--sabotage", action="store_true", help="leave out the last state-changing write")
     args = parser.parse_args()
-    server = serve(args.port, args.latency, args.domains.split(","))
+    ids = args.task_ids.split(",") if args.task_ids else None
+    server = serve(args.port, args.latency, args.domains.split(","), ids, args.sabotage)
     print(f"stub model on http://127.0.0.1:{args.port}/v1 (latency {args.latency}s)", flush=True)
     try:
         threading.Event().wait()

@@ -4,7 +4,11 @@ One ``Critic`` class covers every strategy of the ablation (``critique.strategie
 sees the ``Supervision``, whether it answers in the E1–E6 taxonomy, whether its rationale passes
 the leak guard, and whether it is told it may reveal the reference (the ``leaky`` upper bound).
 
-Output is parsed into a closed schema (malformed answers are retried). With the guard on, a
+Output is parsed into a closed schema (malformed answers are retried); a taxonomy critique whose
+grade contradicts its flags (``evrcore.verdict``) is sent back, then settled by its flags with a
+``note``. The critic reads what the plan judge reads: the full tool schemas and, when it sees the
+supervision, the reference as an APB plan and tool chain (``critique.reference``) beside the
+benchmark's own supervision. With the guard on, a
 rationale carrying supervision-only content — found by the rules (``critique.leak_guard``) or by
 the leak auditor (``critique.auditor``) — is sent back for a rewrite, then redacted, and the
 auditor reads the redacted text once more; the result records what the rules found, what the
@@ -20,9 +24,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from critique.auditor import LeakAuditor
 from critique.leak_guard import GuardOutcome, LeakGuard
+from critique.reference import reference_plan, tools_text
 from evrcore.critique import (
     CRITIQUE_JSON_SCHEMA,
-    ERROR_CODES,
     FREE_CRITIQUE_JSON_SCHEMA,
     GRADES,
     AnyCritique,
@@ -33,6 +37,8 @@ from envs.base import Supervision, TaskView
 from evrcore.chat import ChatModel, extract_json
 from evrcore.plan import Plan
 from evrcore.prompts import render
+from evrcore.taxonomy import definitions_text
+from evrcore.verdict import RULE, settle
 
 
 class CriticError(RuntimeError):
@@ -44,6 +50,8 @@ class CriticResult(BaseModel):
     guard: GuardOutcome
     attempts: int
     raw_answers: list[str] = Field(default_factory=list)
+    note: str | None = Field(default=None, description="What the verdict rule settled in the "
+                             "critic's last answer (grade against flags), when anything was.")
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,7 @@ class Critic:
         messages = [{"role": "user", "content": self._prompt(view, supervision, plan)}]
         outcome = GuardOutcome(audited=self.auditor is not None)
         raw: list[str] = []
-        malformed = leaks = 0
+        malformed = leaks = contradictions = 0
         while True:
             reply = self.model.complete(messages, json_schema=schema)
             raw.append(reply.content or "")
@@ -92,10 +100,19 @@ class Critic:
                     ) from exc
                 messages += [reply.as_message(), {"role": "user", "content": _format_feedback(exc, s.taxonomy)}]
                 continue
+            note = None  # of this answer only
+            if isinstance(critique, Critique) and (problem := critique.contradiction()):
+                contradictions += 1
+                if contradictions < self.attempts:
+                    messages += [reply.as_message(), {"role": "user", "content": _contradiction_feedback(problem)}]
+                    continue
+                grade, _, note = settle(critique.grade, critique.errors.as_dict())
+                critique = critique.model_copy(update={"grade": grade})
             rules = guard.scan(critique.rationale) if guard else []
             audit = self.auditor.audit(supervision, critique.rationale) if self.auditor else []
             if not rules and not audit:
-                return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw)
+                return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw,
+                                    note=note)
             outcome.fired = True
             outcome.rule_findings = _union(outcome.rule_findings, rules)
             outcome.auditor_findings = _union(outcome.auditor_findings, audit)
@@ -111,14 +128,19 @@ class Critic:
             if self.auditor:  # what a second reading still finds: the residual leaks
                 outcome.residual = self.auditor.audit(supervision, redacted)
             critique = critique.model_copy(update={"rationale": redacted})
-            return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw)
+            return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw,
+                                note=note)
 
     def _prompt(self, view: TaskView, supervision: Supervision | None, plan: Plan) -> str:
         s = self.settings
         reference = ""
         if s.sees_supervision:
             reference = (
-                "You can see how the task is judged (the hidden reference below); the agent cannot.\n\n"
+                "You can see a reference plan and tool chain and how the task is judged (the hidden "
+                "reference below); the agent cannot.\n\n"
+                "<reference_plan>\n"
+                + json.dumps(reference_plan(supervision).to_apb(), indent=2, ensure_ascii=False)
+                + "\n</reference_plan>\n\n"
                 f"<hidden_reference>\n{supervision.render()}\n</hidden_reference>\n"
             )
         if s.may_reveal:
@@ -132,7 +154,7 @@ class Critic:
         else:
             rules = "Diagnose what is wrong or missing; the rationale will be shown to the agent."
         if s.taxonomy:
-            taxonomy = ("Error flags:\n" + "\n".join(f"{c}: {d}" for c, d in ERROR_CODES.items()))
+            taxonomy = (f"Error flags:\n{definitions_text()}\n\nThe rule tying grade and flags: {RULE}.")
             answer = ('{"grade": <one of ' + ", ".join(str(g) for g in GRADES) + '>, "errors": {"E1": '
                       'true|false, "E2": ..., "E3": ..., "E4": ..., "E5": ..., "E6": ...}, "rationale": "<diagnosis>"}')
         else:
@@ -141,7 +163,7 @@ class Critic:
         return render(
             "critique", "critic",
             policy=view.policy,
-            tools=", ".join(view.tool_names) or "(no tools)",
+            tools=tools_text(view),
             request=view.opening_request or "",
             reference=reference,
             plan=json.dumps(plan.to_apb(), indent=2),
@@ -171,6 +193,11 @@ def _format_feedback(exc: Exception, taxonomy: bool) -> str:
              '"E6": bool}, "rationale": "<text>"}') if taxonomy else '{"rationale": "<text>"}'
     return (f"Your answer did not match the required format ({' '.join(str(exc).split())[:300]}). "
             f"Answer with exactly one JSON object {shape} and no other fields.")
+
+
+def _contradiction_feedback(problem: str) -> str:
+    return (f"Your grade contradicts your error flags: {problem}. The rule: {RULE}. Answer again "
+            "with the JSON object only, grade and flags agreeing.")
 
 
 def _union(a: list, b: list) -> list:

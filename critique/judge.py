@@ -1,13 +1,18 @@
-"""The plan judge: an LLM-as-judge with the reference, in the APB benchmark's own JSON.
+"""The plan judge: an LLM-as-judge with the reference, giving APB's plan judgement.
 
-It answers ``{"is_correct", "grade", "error_list": [six 0/1 flags E1..E6], "reasoning"}`` for a
-plan, so "p0 → p1" metrics can be compared with APB's tools. It judges solvability, goal and
-constraint satisfaction, valid tool use and feasible data dependencies — not similarity to the
-reference path. As in APB's rubric, ``is_correct`` is true exactly when every flag is 0: the
-prompt says so, an answer that contradicts it is sent back, and one still contradictory on the
-last attempt is normalised (``is_correct`` set from the flags) with a note on the result.
-A judge that cannot answer in the schema is retried, then recorded as failed; it never fails
-the episode (the judge measures, it does not act).
+It reads what APB's holistic judge reads — the query, the full tool schemas, a reference plan and
+tool chain (``critique.reference``, derived from the benchmark's reference actions) — plus the
+policy and the benchmark-specific supervision (outcome checks, the simulated user's hidden
+instructions), and answers ``{"is_correct", "grade", "errors": {E1..E6: bool}, "reasoning"}``.
+The flags are an object of six booleans, not APB's ``error_list`` array, because every
+structured-output mode enforces an object's required keys while some drop an array's length
+limits; ``runtime.reports.apb_export`` writes ``error_list`` for APB's tools. Stored judgements
+in the older ``error_list`` shape are still read.
+
+Grade, flags and ``is_correct`` must satisfy ``evrcore.verdict``'s rule: a contradictory answer
+is sent back, and one still contradictory on the last attempt is settled by its flags with a
+note on the result. A judge that cannot answer in the schema is retried, then recorded as
+failed; it never fails the episode (the judge measures, it does not act).
 """
 
 from __future__ import annotations
@@ -17,62 +22,82 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evrcore.critique import ERROR_CODES, GRADES, check_grade
+from critique.reference import reference_plan, tools_text
 from envs.base import Supervision, TaskView
 from evrcore.chat import ChatModel, extract_json
+from evrcore.critique import ERROR_CODES, GRADES, ErrorFlags, check_grade
 from evrcore.plan import Plan
 from evrcore.prompts import render
+from evrcore.taxonomy import definitions_text
+from evrcore.verdict import RULE, contradiction, settle
 
 
 class PlanJudgement(BaseModel):
-    """APB's plan-judgement format, closed."""
+    """APB's plan judgement, closed; the flags as six named booleans."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     is_correct: bool
     grade: float
-    error_list: list[int] = Field(min_length=6, max_length=6)
+    errors: ErrorFlags
     reasoning: str
 
     _grade = field_validator("grade")(check_grade)
 
-    @field_validator("error_list")
+    @model_validator(mode="before")
     @classmethod
-    def _flags(cls, value: list[int]) -> list[int]:
-        if any(v not in (0, 1) for v in value):
-            raise ValueError(f"error_list must hold six 0/1 flags, got {value}")
-        return value
+    def _from_error_list(cls, data: Any) -> Any:
+        """A judgement stored (or answered) in APB's ``error_list`` shape."""
+        if isinstance(data, dict) and "error_list" in data and "errors" not in data:
+            data = dict(data)
+            flags = data.pop("error_list")
+            if not isinstance(flags, list):
+                raise ValueError(f"error_list must hold six 0/1 flags, got {flags!r}")
+            data["errors"] = ErrorFlags.from_list(flags)
+        return data
+
+    def contradiction(self) -> str | None:
+        return contradiction(self.grade, self.errors.as_dict(), self.is_correct)
 
     def consistent(self) -> bool:
-        """APB's rule: correct if and only if no error flag is set."""
-        return self.is_correct == (not any(self.error_list))
+        return self.contradiction() is None
 
-    def errors(self) -> dict[str, bool]:
-        return {code: bool(flag) for code, flag in zip(ERROR_CODES, self.error_list)}
+    def error_list(self) -> list[int]:
+        return self.errors.as_list()
+
+    def to_apb(self) -> dict[str, Any]:
+        """APB's judgement: ``{"is_correct", "grade", "error_list", "reasoning"}``."""
+        return {"is_correct": self.is_correct, "grade": self.grade, "error_list": self.error_list(),
+                "reasoning": self.reasoning}
 
 
 class JudgeResult(BaseModel):
     judgement: PlanJudgement | None = None
     attempts: int
     failure: str | None = None
-    note: str | None = Field(default=None, description="What was normalised, when anything was.")
+    note: str | None = Field(default=None, description="What was settled by the verdict rule, when "
+                             "anything was (the judge's last answer, or a judgement stored before "
+                             "the rule was enforced).")
 
     @model_validator(mode="after")
-    def _normalised(self) -> "JudgeResult":
-        """A contradictory judgement (stored before the rule was enforced, or the judge's last
-        answer) gets ``is_correct`` from its flags, and says so in ``note``."""
+    def _settled(self) -> "JudgeResult":
         j = self.judgement
         if j is not None and not j.consistent():
-            fixed = j.model_copy(update={"is_correct": not any(j.error_list)})
-            self.judgement = fixed
-            self.note = (self.note + "; " if self.note else "") + contradiction(j)
+            grade, correct, note = settle(j.grade, j.errors.as_dict(), j.is_correct)
+            self.judgement = j.model_copy(update={"grade": grade, "is_correct": correct})
+            self.note = (self.note + "; " if self.note else "") + (note or "")
         return self
 
 
-def contradiction(judgement: PlanJudgement) -> str:
-    return (f"is_correct was {str(judgement.is_correct).lower()} with error_list "
-            f"{judgement.error_list}; set to {str(not any(judgement.error_list)).lower()} "
-            "(correct if and only if every flag is 0)")
+def read_judgement(stored: dict[str, Any] | None) -> JudgeResult | None:
+    """A stored judge result (either flag shape) as a settled ``JudgeResult``; ``None`` when
+    absent or unreadable."""
+    if not stored:
+        return None
+    try:
+        return JudgeResult.model_validate(stored)
+    except ValidationError:
+        return None
 
 
 JUDGE_JSON_SCHEMA = {
@@ -80,15 +105,21 @@ JUDGE_JSON_SCHEMA = {
     "properties": {
         "is_correct": {"type": "boolean"},
         "grade": {"enum": list(GRADES)},
-        "error_list": {"type": "array", "items": {"enum": [0, 1]}, "minItems": 6, "maxItems": 6},
+        "errors": {
+            "type": "object",
+            "properties": {code: {"type": "boolean"} for code in ERROR_CODES},
+            "required": list(ERROR_CODES),
+            "additionalProperties": False,
+        },
         "reasoning": {"type": "string"},
     },
-    "required": ["is_correct", "grade", "error_list", "reasoning"],
+    "required": ["is_correct", "grade", "errors", "reasoning"],
     "additionalProperties": False,
 }
 
-_SHAPE = ('{"is_correct": bool, "grade": one of ' + ", ".join(str(g) for g in GRADES)
-          + ', "error_list": [six 0/1 flags], "reasoning": "..."}')
+_SHAPE = ('{"is_correct": true|false, "grade": <one of ' + ", ".join(str(g) for g in GRADES)
+          + '>, "errors": {"E1": true|false, "E2": ..., "E3": ..., "E4": ..., "E5": ..., "E6": ...}, '
+          '"reasoning": "<why>"}')
 
 
 class PlanJudge:
@@ -96,18 +127,22 @@ class PlanJudge:
         self.model = model
         self.attempts = attempts
 
-    def judge(self, view: TaskView, supervision: Supervision, plan: Plan) -> JudgeResult:
-        prompt = render(
+    def prompt(self, view: TaskView, supervision: Supervision, plan: Plan) -> str:
+        return render(
             "critique", "judge",
             policy=view.policy,
-            tools=", ".join(view.tool_names) or "(no tools)",
+            tools=tools_text(view),
             request=view.opening_request or "",
+            reference=json.dumps(reference_plan(supervision).to_apb(), indent=2, ensure_ascii=False),
             supervision=supervision.render(),
             plan=json.dumps(plan.to_apb(), indent=2, ensure_ascii=False),
-            errors="\n".join(f"{i}. {c}: {d}" for i, (c, d) in enumerate(ERROR_CODES.items(), 1)),
-            grades=", ".join(str(g) for g in GRADES),
+            errors=definitions_text(numbered=True),
+            rule=RULE,
+            answer=_SHAPE,
         )
-        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+
+    def judge(self, view: TaskView, supervision: Supervision, plan: Plan) -> JudgeResult:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": self.prompt(view, supervision, plan)}]
         problem = ""
         for attempt in range(1, self.attempts + 1):
             reply = self.model.complete(messages, json_schema=JUDGE_JSON_SCHEMA)
@@ -118,11 +153,10 @@ class PlanJudge:
                 feedback = (f"That answer does not match the format ({problem}). Answer with exactly "
                             f"one JSON object {_SHAPE} and no other fields.")
             else:
-                if judgement.consistent() or attempt == self.attempts:
-                    return JudgeResult(judgement=judgement, attempts=attempt)  # normalised if needed
-                feedback = (f"Your answer contradicts itself: is_correct is "
-                            f"{str(judgement.is_correct).lower()} but error_list is "
-                            f"{judgement.error_list}. is_correct must be true if and only if every "
-                            f"flag is 0. Answer again with exactly one JSON object {_SHAPE}.")
+                contradicts = judgement.contradiction()
+                if contradicts is None or attempt == self.attempts:
+                    return JudgeResult(judgement=judgement, attempts=attempt)  # settled if needed
+                feedback = (f"Your answer contradicts itself: {contradicts}. The rule: {RULE}. "
+                            f"Answer again with exactly one JSON object {_SHAPE}.")
             messages += [reply.as_message(), {"role": "user", "content": feedback}]
         return JudgeResult(attempts=self.attempts, failure=problem)

@@ -50,6 +50,12 @@ class TaskView(BaseModel):
         description="The benchmark's own agent instruction (τ²'s AGENT_INSTRUCTION); the executor "
         "puts it before the policy. Empty: the executor's neutral default.",
     )
+    system_prompt: str | None = Field(
+        default=None,
+        description="The benchmark's own agent system prompt, sent as it is (ToolSandbox: the "
+        "scenario's system message, as its OpenAI agent sends it). None: the executor builds "
+        "τ²'s ``<instructions>``/``<policy>`` prompt from ``instructions`` and ``policy``.",
+    )
     tools: list[ToolSchema] = Field(description="The agent's tool schemas (OpenAI format).")
     opening_request: str | None = Field(
         default=None,

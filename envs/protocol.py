@@ -160,7 +160,7 @@ class OpeningResult(_Model):
 class PlayArgs(TaskArgs):
     opening_request: str
     seed: int = 0
-    max_steps: int = 100
+    max_steps: int = 200
 
 
 class PlayResult(_Model):

@@ -31,6 +31,10 @@ class EnvSpec:
     """The domain the offline embedded-model default run uses (None: the default domain)."""
     setup_module: str | None = None
     """A module with ``setup(source, ...)`` for ``python -m runtime.envs setup`` (None: no setup)."""
+    native_sampling: bool = True
+    """Whether the benchmark's own runner sends sampling settings with its agent's and user's
+    requests (τ²: temperature 0.0, tool_choice "auto", a per-trial seed). ToolSandbox's roles send
+    none, so there the executor's and user's requests carry only what the user set."""
 
     def create(self) -> Environment:
         module, _, attr = self.adapter.partition(":")
@@ -44,7 +48,7 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
     "toolsandbox": EnvSpec(name="toolsandbox", adapter="envs.toolsandbox:ToolSandboxEnvironment",
                            default_domain="default", launcher="venv",
                            container_target="env-toolsandbox",
-                           setup_module="envs.toolsandbox.setup"),
+                           setup_module="envs.toolsandbox.setup", native_sampling=False),
 }
 
 SANDBOXES = ("inproc", "auto", "docker")

@@ -16,6 +16,8 @@ from pydantic import BaseModel, Field
 class ChatReply(BaseModel):
     content: str | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    finish_reason: str | None = None
+    """The provider's own word for why the answer ended (``STOP``, ``end_turn``, ``length``, ...)."""
 
     def as_message(self) -> dict[str, Any]:
         msg: dict[str, Any] = {"role": "assistant", "content": self.content}

@@ -10,29 +10,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-GRADES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+from evrcore.taxonomy import ERROR_CODES  # E1–E6, each with its source, written there once
+from evrcore.verdict import contradiction
 
-ERROR_CODES: dict[str, str] = {
-    "E1": "goal understanding: the plan solves a different problem than the one the user asked "
-    "for, or hardcodes the final answer instead of working it out",
-    "E2": "task completeness: a significant, distinct part of the request is ignored or the plan "
-    "stops before it is done (a minor, non-critical omission lowers the grade instead)",
-    "E3": "constraint violation: the plan breaks an explicit constraint of the user or a rule of "
-    "the policy",
-    "E4": "logical defect: the chain of causality is broken — a step needs data no earlier step or "
-    "the user provides, steps depend on each other in a circle, or an action is impossible; not "
-    "an inefficient, redundant or merely different path, and not an optimistic assumption about "
-    "what a tool will return",
-    "E5": "tool-use error: a tool is used for something outside what it can do, or a "
-    "fundamentally wrong tool or kind of argument is chosen; parameter syntax, invented parameter "
-    "names that convey the right intent, or suboptimal values are not E5",
-    "E6": "hallucination: the plan calls a tool that is not among the available tools, or treats "
-    "values, names or results that could only be known after running the tools as already known "
-    "(a value the user gave is not a hallucination)",
-}
-"""E1–E6 as the Agent Planning Benchmark's holistic judge defines them, edge cases included: a
-non-existent tool is E6, not E5; parameter syntax is not an error at all. The critic, the plan
-judge and the reviser all read these same words."""
+GRADES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 Reviewer = Literal["self", "critic", "critic-with-reference"]
 """Who wrote a critique: the tested model about its own plan, a critic model that sees what the
@@ -70,6 +51,19 @@ class ErrorFlags(BaseModel):
     def active(self) -> list[str]:
         return [code for code in ERROR_CODES if getattr(self, code)]
 
+    def as_dict(self) -> dict[str, bool]:
+        return {code: getattr(self, code) for code in ERROR_CODES}
+
+    def as_list(self) -> list[int]:
+        """APB's ``error_list``: six 0/1 integers, E1 first."""
+        return [int(getattr(self, code)) for code in ERROR_CODES]
+
+    @classmethod
+    def from_list(cls, flags: list[int]) -> "ErrorFlags":
+        if len(flags) != len(ERROR_CODES) or any(f not in (0, 1) for f in flags):
+            raise ValueError(f"error_list must hold six 0/1 flags, got {flags}")
+        return cls(**{code: bool(f) for code, f in zip(ERROR_CODES, flags)})
+
 
 class Critique(BaseModel):
     """What the critic may say about a plan."""
@@ -81,6 +75,10 @@ class Critique(BaseModel):
     rationale: str
 
     _grade = field_validator("grade")(check_grade)
+
+    def contradiction(self) -> str | None:
+        """Where grade and flags break the rule (``evrcore.verdict``); ``None`` when they agree."""
+        return contradiction(self.grade, self.errors.as_dict())
 
     def render(self) -> str:
         """The critique as the reviser reads it."""

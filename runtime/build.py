@@ -26,7 +26,8 @@ from runtime.logs import log_to, quiet_loguru
 from runtime.records import MODES, EpisodeKey
 from runtime.store import RunStore
 
-DEFAULT_MAX_STEPS = 100
+DEFAULT_MAX_STEPS = 200
+"""τ²'s own default (``tau2.config.DEFAULT_MAX_STEPS``), so Direct runs as long as ``tau2 run``."""
 
 
 @dataclass
@@ -125,7 +126,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         raise UsageError(str(exc)) from exc
     spec = RunSpec(
         run_id=run_id, env=config.env, sandbox=config.sandbox, domain=domain, task_ids=task_ids,
-        modes=modes, trials=config.trials, seed=config.seed, models=specs, planner=config.planner,
+        modes=modes, trials=config.trials, seed=config.seed,
+        seeding=config.seeding, models=specs, planner=config.planner,
         strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
         judge=judge, auditor=not config.no_auditor,
     )
@@ -192,10 +194,19 @@ def open_folder(path: Path, option: str, make: Callable[[Path], object]):
                          "folder path") from exc
 
 
+BARE_PURPOSES = ("executor", "user")
+"""The purposes that stand in for a benchmark's own agent and user roles."""
+
+
 def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     """The model of each role, and whether all of them fell back to the embedded model."""
+    from envs.registry import ENVIRONMENTS
+
     configured = {role: getattr(config, role) for role in ROLES}
     models = resolve(configured, EMBEDDED_MODEL)
+    env_spec = ENVIRONMENTS.get(config.env)
+    bare = BARE_PURPOSES if env_spec is not None and not env_spec.native_sampling else ()
+    user_set = tuple(k for k in ("temperature", "seed") if k in config.model_fields_set)
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
         max_tokens, stages = config.max_tokens, ()
@@ -204,7 +215,7 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
             stages = tuple(EMBEDDED_STAGE_MAX_TOKENS.items())
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
                          max_tokens=max_tokens, timeout=config.request_timeout,
-                         stage_max_tokens=stages)
+                         stage_max_tokens=stages, bare_purposes=bare, user_set=user_set)
 
     endpoint = {"model": config.api_base, "user_model": config.user_api_base or config.api_base}
     critic_endpoint = config.critic_api_base or config.api_base  # the critic, judge and auditor

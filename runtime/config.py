@@ -43,6 +43,9 @@ class RunSettings(BaseModel):
 
     trials: int = Field(default=1, ge=1, le=1000)
     seed: int = 0
+    seeding: Literal["runtime", "tau2"] = Field(default="runtime", description="How each trial's "
+        "sampling seed derives from the seed: the runtime's own, or tau2 run's (same --seed, "
+        "same requests: 300 sends 626729 in the first trial).")
     critic_model: str | None = None
     judge_model: str | None = None
     auditor_model: str | None = Field(default=None, description="Leak auditor model (default: the judge's).")
@@ -53,7 +56,7 @@ class RunSettings(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, ge=1)
     concurrency: int = Field(default=4, ge=1, le=256)
-    max_steps: int | None = Field(default=None, ge=2, description="τ² step limit; default 100 "
+    max_steps: int | None = Field(default=None, ge=2, description="τ² step limit; default 200 (τ²'s own) "
                                   "(20 on the embedded model, to keep the offline run short).")
     cache_dir: Path | None = None
     strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")

@@ -43,6 +43,8 @@ CAUSES: dict[str, tuple[ErrorKind, str]] = {
                      "message)"),
     "environment": ("infrastructure", "an env server or container crashed, hung or could not start"),
     "auth": ("infrastructure", "credentials rejected (HTTP 401/403); stops the run"),
+    "provider_blocked": ("infrastructure", "the provider withheld the answer on every try (a "
+                         "safety filter: runtime.llm.provider_rules)"),
     "malformed_output": ("model_output", "the model answered with something unusable: a plan, "
                          "critique or turn that could not be parsed"),
     "internal": ("internal", "anything else, most likely a bug"),
@@ -75,6 +77,12 @@ def error_cause(exc: BaseException) -> str:
     from runtime.llm.layer import MalformedResponse, is_connection_failure
 
     chain = _chain(exc)
+    for e in chain:  # an error that knows its kind (the model layer's ProviderFault) says so
+        declared = getattr(e, "error_kind", None)
+        if declared == "model_output":
+            return "malformed_output"
+        if declared == "infrastructure":
+            return "provider_blocked"
     if any(isinstance(e, (EnvServerError, EnvUnavailableError))
            or type(e).__module__.startswith("docker.") for e in chain):
         return "environment"

@@ -43,6 +43,7 @@ def settings(spec: Any, env: str) -> dict[str, Any]:
     return {
         "models": {role: m.public() for role, m in sorted(spec.models.items())},
         "seed": spec.seed,
+        "seeding": spec.seeding,
         "max_steps": spec.max_steps,
         "strategies": sorted(spec.strategies) if "refine" in spec.modes else [],
         "planner": spec.planner,

@@ -61,6 +61,9 @@ class EpisodeRecord(BaseModel):
     p0: dict[str, Any] | None = Field(default=None, description="APB plan + unknown_tools flag.")
     critique: dict[str, Any] | None = None
     guard: dict[str, Any] | None = Field(default=None, description="Leak-guard outcome for the critique.")
+    critique_note: str | None = Field(
+        default=None, description="What the verdict rule (evrcore.verdict) settled in the critique: "
+        "a grade that contradicted its flags after the critic's last attempt.")
     provenance: dict[str, Any] | None = Field(
         default=None, description="Provenance audit (critique.provenance): supervision-only values the "
         "agent used without having observed them; absent in records written before it existed.")
@@ -86,6 +89,11 @@ class EpisodeRecord(BaseModel):
         "empty_reply, truncated) with counts; empty when every answer was well formed.")
     flags: list[str] = Field(
         default_factory=list, description="The kinds of malformed output seen in this episode.")
+    finish_reasons: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="The providers' own finish reasons that were not ordinary ones "
+        "(MALFORMED_FUNCTION_CALL, SAFETY, length, ...) by purpose, with counts, retried "
+        "answers included; empty when every answer ended normally.")
     fingerprint: str | None = Field(
         default=None, description="The id of the settings the episode was made with (run.json "
         "holds them, runtime.fingerprint); absent in records written before fingerprints.")

@@ -50,9 +50,14 @@ def main(argv: list[str] | None = None) -> int:
         if note := store.skipped_note():
             print(f"warning: {note}; the report leaves them out", file=sys.stderr)
         if args.apb_out is not None:
-            rows = apb_export.apb_records(store.records(), apb_export.judge_model(args.run))
+            rows = apb_export.apb_records(store.records(), apb_export.judge_model(args.run),
+                                          folder=args.run)
             apb_export.write_jsonl(rows, args.apb_out)
             paths["apb"] = args.apb_out
+            if missing := apb_export.without_inputs(rows):
+                print(f"warning: {missing} of {len(rows)} exported plans have no tool schemas or "
+                      "reference plan (the run was made before the judge's inputs were kept); "
+                      "APB's judge would see no tools for them", file=sys.stderr)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

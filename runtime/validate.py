@@ -40,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--task-ids", help="comma-separated task ids")
     p.add_argument("--trials", type=int)
     p.add_argument("--seed", type=int)
+    p.add_argument("--seeding", choices=["runtime", "tau2"],
+                   help="trial seeds from --seed: the runtime's (default) or tau2 run's, so "
+                   "'--seeding tau2 --seed 300' sends the seeds 'tau2 run --seed 300' sends")
     p.add_argument("--model", help="tested model (planner, reviser, executor), a litellm model name")
     p.add_argument("--critic-model", help="critic model (default: --model)")
     p.add_argument("--judge-model", help="plan judge model (default: --critic-model)")
@@ -52,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float)
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--concurrency", type=int)
-    p.add_argument("--max-steps", type=int, help="τ² orchestrator step limit (default 100)")
+    p.add_argument("--max-steps", type=int, help="τ² orchestrator step limit (default 200, as tau2 run)")
     p.add_argument("--out", type=Path, help="run folder (default runs/<run-id>)")
     p.add_argument("--run-id")
     p.add_argument("--cache-dir", type=Path, help="response cache folder (default <out>/../.cache)")

@@ -32,9 +32,13 @@ class _Cursor:
 
 @dataclass
 class GoldReplay:
-    """``drop_last_write``: leave out the last action that changes state (a sabotaged replay)."""
+    """``drop_last_write``: leave out the last action that changes state (a sabotaged replay).
+    ``talk``: the agent speaks beside every tool call, as real models do ("Let me look that up"
+    + a call), and says the task's ``communicate_info`` beside its last call rather than in its
+    closing message — so the score depends on the text of tool-calling turns being kept."""
 
     drop_last_write: bool = False
+    talk: bool = False
     _cursors: dict[tuple, _Cursor] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -54,7 +58,7 @@ class GoldReplay:
                 self._cursors[episode] = _Cursor(actions=self._actions(context["domain"], task))
             cursor = self._cursors.setdefault(episode, _Cursor(actions=self._actions(context["domain"], task)))
             if purpose == "executor":
-                return self._agent(cursor, task)
+                return self._agent(cursor, task, self.talk)
             if purpose == "user":
                 return self._user(cursor)
         raise ValueError(f"the gold replay only plays executor and user, not {purpose!r}")
@@ -68,15 +72,22 @@ class GoldReplay:
         return actions
 
     @staticmethod
-    def _agent(cursor: _Cursor, task: Any) -> dict[str, Any]:
+    def _agent(cursor: _Cursor, task: Any, talk: bool = False) -> dict[str, Any]:
+        info = task.evaluation_criteria.communicate_info if task.evaluation_criteria else None
         if cursor.position < len(cursor.actions):
             action = cursor.actions[cursor.position]
             if action.requestor == "assistant":
                 cursor.position += 1
-                return tool_call(action.name, action.arguments)
+                reply = tool_call(action.name, action.arguments)
+                if talk:
+                    last = not any(a.requestor == "assistant" for a in cursor.actions[cursor.position:])
+                    words = f"Let me run {action.name} for you."
+                    reply["content"] = f"{' '.join(info)}. {words}" if last and info else words
+                return reply
             return text(HANDOFF)
         cursor.final_sent = True
-        info = task.evaluation_criteria.communicate_info if task.evaluation_criteria else None
+        if talk:
+            return text("Your request has been handled.")
         return text(" ".join(info) if info else "Your request has been handled.")
 
     @staticmethod

@@ -8,7 +8,8 @@
   429, 500, 400, a hang, a garbage body, HTTP 200 without choices, an empty reply, or a tool
   call whose arguments are cut off.
 
-Both count what they saw, so a test can assert how many calls a failure cost. Test doubles:
+Both count what they saw (the proxy keeps each request's JSON body too: with no fault scheduled it
+is a logging proxy, for tests of what a runner sends), so a test can assert how many calls a failure cost. Test doubles:
 they prove failure handling, never a model.
 """
 
@@ -109,7 +110,7 @@ class _ProxyHandler(_Handler):
         body = json.loads(raw or b"{}")
         with owner.lock:
             n = len(owner.requests)
-            owner.requests.append({"path": self.path, "headers": dict(self.headers.items())})
+            owner.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
             fault = owner.schedule(n, body)
             if fault:
                 owner.injected.append(fault)

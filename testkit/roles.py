@@ -25,9 +25,10 @@ DEFAULT_CRITIQUE = {
     "rationale": "The plan never says which records must be checked before acting, so it may "
     "stop before the user's goal is fully met.",
 }
-JUDGE_P0 = {"is_correct": False, "grade": 0.4, "error_list": [0, 1, 0, 0, 0, 0],
+JUDGE_P0 = {"is_correct": False, "grade": 0.4,
+            "errors": {"E1": False, "E2": True, "E3": False, "E4": False, "E5": False, "E6": False},
             "reasoning": "The plan may act before checking the records it depends on."}
-JUDGE_P1 = {"is_correct": True, "grade": 0.8, "error_list": [0, 0, 0, 0, 0, 0],
+JUDGE_P1 = {"is_correct": True, "grade": 1.0, "errors": dict.fromkeys(("E1", "E2", "E3", "E4", "E5", "E6"), False),
             "reasoning": "The plan checks what it needs before acting."}
 DEFAULT_REVISION = {
     "plan": DEFAULT_PLAN["plan"] + " Check every record the request touches before acting.",

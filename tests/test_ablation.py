@@ -109,7 +109,8 @@ def test_ablation_table_reports_each_strategy_with_a_paired_ci(ablation_run):
 
 
 VIEW = TaskView(env="tau2", domain="d", task_id="t", policy="p", tools=[])
-GOOD = {"is_correct": False, "grade": 0.8, "error_list": [0, 0, 0, 0, 1, 0], "reasoning": "fine"}
+FLAGS = {"E1": False, "E2": False, "E3": False, "E4": False, "E5": True, "E6": False}
+GOOD = {"is_correct": False, "grade": 0.8, "errors": FLAGS, "reasoning": "fine"}
 
 
 class Answers:
@@ -120,19 +121,24 @@ class Answers:
         return ChatReply(content=self.answers.pop(0))
 
 
-def test_judge_accepts_exactly_the_apb_schema():
+def test_judge_accepts_six_named_flags_and_apbs_error_list():
     result = PlanJudge(Answers(GOOD)).judge(VIEW, Supervision(task_id="t"), Plan(plan="x"))
-    assert result.judgement.error_list == [0, 0, 0, 0, 1, 0] and result.attempts == 1
-    assert result.judgement.errors()["E5"] is True
+    assert result.judgement.error_list() == [0, 0, 0, 0, 1, 0] and result.attempts == 1
+    assert result.judgement.errors.E5 is True and result.judgement.to_apb()["error_list"] == [0, 0, 0, 0, 1, 0]
+    legacy = {k: v for k, v in GOOD.items() if k != "errors"} | {"error_list": [0, 0, 0, 0, 1, 0]}
+    assert PlanJudge(Answers(legacy)).judge(VIEW, Supervision(task_id="t"), Plan(plan="x")).judgement == result.judgement
 
 
 @pytest.mark.parametrize("bad", [
     {**GOOD, "grade": 0.7},
-    {**GOOD, "error_list": [0, 0, 0, 0, 0]},
-    {**GOOD, "error_list": [0, 0, 0, 0, 0, 2]},
+    {**GOOD, "errors": {k: v for k, v in FLAGS.items() if k != "E6"}},
+    {**GOOD, "errors": {**FLAGS, "E6": 2}},
+    {**GOOD, "errors": {**FLAGS, "E7": True}},
     {k: v for k, v in GOOD.items() if k != "reasoning"},
     {**GOOD, "extra": "field"},
-], ids=["grade-off-set", "five-flags", "flag-not-binary", "missing-field", "extra-field"])
+    {k: v for k, v in GOOD.items() if k != "errors"} | {"error_list": [0, 0, 0, 0, 1]},
+], ids=["grade-off-set", "five-flags", "flag-not-binary", "seventh-flag", "missing-field", "extra-field",
+        "five-item-error-list"])
 def test_judge_retries_bad_answers_then_records_the_failure(bad):
     ok = PlanJudge(Answers(bad, GOOD)).judge(VIEW, Supervision(task_id="t"), Plan(plan="x"))
     assert ok.judgement is not None and ok.attempts == 2

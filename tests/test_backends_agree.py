@@ -64,7 +64,9 @@ def gold_stub():
     spec = importlib.util.spec_from_file_location("stub_server", ROOT / "bench" / "stub_server.py")
     stub = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stub)
-    server = stub.serve(0, 0.0, ["mock"])
+    # the tasks these tests play: mock tasks that share a user scenario cannot be told apart by it
+    server = stub.serve(0, 0.0, ["mock"], ["create_task_1", "update_task_1", "impossible_task_1",
+                                           "update_task_with_initialization_data"])
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 

@@ -53,6 +53,19 @@ def test_call_ids_become_identifiers():
     assert convert.safe_call_id("toolu_01").isidentifier()
 
 
+def test_the_models_own_call_ids_go_back_to_it():
+    """litellm keeps Gemini's thought signature in the call id (base64: ``=``, ``+``, ``/``);
+    the identifier-safe id ToolSandbox needs must not be what the model sees next turn."""
+    original = "call_1f2e__thought__c2lnMQ+/=="
+    safe = convert.safe_call_id(original)
+    assert safe != original and safe.isidentifier()
+    ids = {safe: original}
+    call = {"role": "assistant", "content": "", "tool_calls": [{"id": safe, "type": "function"}]}
+    assert convert.restore_call_ids(call, ids)["tool_calls"][0]["id"] == original
+    assert convert.restore_call_ids({"role": "tool", "tool_call_id": safe}, ids)["tool_call_id"] == original
+    assert convert.restore_call_ids({"role": "user", "content": "hi"}, ids) == {"role": "user", "content": "hi"}
+
+
 def test_arguments_parse_like_toolsandbox():
     assert convert.parse_arguments('{"on": true}') == {"on": True}
     assert convert.parse_arguments("") == {} and convert.parse_arguments({"a": 1}) == {"a": 1}

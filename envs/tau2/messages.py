@@ -35,11 +35,13 @@ def to_chat(messages: list[Message]) -> list[ChatMessage]:
         elif isinstance(m, (AssistantMessage, UserMessage)):
             msg: ChatMessage = {"role": m.role, "content": m.content}
             if m.tool_calls:
+                # τ²'s ``to_litellm_messages`` also sends the call's ``name`` beside ``function``.
                 msg["tool_calls"] = [
                     {
                         "id": tc.id,
-                        "type": "function",
+                        "name": tc.name,
                         "function": {"name": tc.name, "arguments": json.dumps(tc.arguments)},
+                        "type": "function",
                     }
                     for tc in m.tool_calls
                 ]
@@ -75,9 +77,8 @@ def from_chat(
         )
         for i, tc in enumerate(reply.get("tool_calls") or [])
     ]
+    # Text beside tool calls is kept, as τ²'s own ``generate`` keeps it: the model reads its own
+    # words back in every later request, and the text counts for τ²'s communicate check.
     content = reply.get("content")
-    if tool_calls:
-        # τ²'s protocol: a turn is either text or tool calls. Tool calls win.
-        content = None
     cls = AssistantMessage if role == "assistant" else UserMessage
     return cls(role=role, content=content, tool_calls=tool_calls or None)

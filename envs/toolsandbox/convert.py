@@ -36,6 +36,17 @@ def safe_call_id(raw: Optional[str], index: int = 0) -> str:
     return text if text[0].isalpha() or text[0] == "_" else f"call_{text}"
 
 
+def restore_call_ids(message: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
+    """``message`` with the identifier-safe call ids of :func:`safe_call_id` turned back into the
+    model's own (``ids``: safe → original), so what the model sent comes back unchanged."""
+    if message.get("tool_calls"):
+        message = {**message, "tool_calls": [{**c, "id": ids.get(c.get("id"), c.get("id"))}
+                                             for c in message["tool_calls"]]}
+    if message.get("tool_call_id") in ids:
+        message = {**message, "tool_call_id": ids[message["tool_call_id"]]}
+    return message
+
+
 def parse_arguments(raw: Any) -> dict[str, Any]:
     """Tool-call arguments as a dict; raises ``ValueError`` like ToolSandbox's ``json.loads``."""
     if isinstance(raw, dict):

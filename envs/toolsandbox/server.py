@@ -69,6 +69,12 @@ def _role_classes():
 
         def __init__(self, turn: AgentTurn):
             self.turn = turn
+            self.call_ids: dict[str, str] = {}
+            """ToolSandbox's identifier-safe call id → the model's own one. The model's id can carry
+            provider state (litellm keeps Gemini's thought signature in it) that must go back."""
+            self.words: dict[str, str] = {}
+            """The text a turn sent beside its tool calls, by its first call's (safe) id: ToolSandbox's
+            messages have no place for it, so it is put back into every later request here."""
 
         def respond(self, ending_index: Optional[int] = None) -> None:
             messages = self.get_messages(ending_index=ending_index)
@@ -80,7 +86,8 @@ def _role_classes():
             schemas = tc.convert_to_openai_tools(tools)
             chat, _ = mc.to_openai_messages(messages)
             # The system messages are the policy, which the executor already holds.
-            chat = [m for m in chat if m["role"] != "system"]
+            chat = with_words([m for m in chat if m["role"] != "system"], self.words)
+            chat = [convert.restore_call_ids(m, self.call_ids) for m in chat]
             content, calls = assistant_reply(self.turn(chat, schemas))
             context = ec.get_current_context()
             names = convert.NameMap({name: fn.__name__ for name, fn in tools.items()})
@@ -88,9 +95,13 @@ def _role_classes():
                 out = [mc.Message(sender=RoleType.AGENT, recipient=RoleType.USER, content=content or "")]
             else:
                 out = []
+                if (content or "").strip():
+                    self.words[convert.safe_call_id(calls[0].get("id"), 0)] = content
                 for i, call in enumerate(calls):
                     fn = call["function"]
                     call_id = convert.safe_call_id(call.get("id"), i)
+                    if call.get("id"):
+                        self.call_ids[call_id] = call["id"]
                     names.to_execution(fn["name"])  # unknown tool → KeyError, as in ToolSandbox
                     execution = context.get_execution_facing_tool_name(fn["name"])
                     code = convert.tool_call_to_code(call_id, execution, convert.parse_arguments(fn.get("arguments")))
@@ -138,6 +149,18 @@ def _role_classes():
             self.add_messages(out)
 
     return CallbackAgent, CallbackUser
+
+
+def with_words(chat: list[dict[str, Any]], words: dict[str, str]) -> list[dict[str, Any]]:
+    """ToolSandbox's chat with the agent's words put back beside the tool calls they came with
+    (ToolSandbox writes ``content: ""`` there; its own agent drops the words)."""
+    out = []
+    for m in chat:
+        calls = m.get("tool_calls") or []
+        if m.get("role") == "assistant" and calls and calls[0].get("id") in words:
+            m = {**m, "content": words[calls[0]["id"]]}
+        out.append(m)
+    return out
 
 
 class ToolSandboxNative:
@@ -188,7 +211,8 @@ class ToolSandboxNative:
         scenario = self._scenario(domain, task_id)
         parts = self._parts(scenario)
         view = TaskView(env=self.name, domain=DOMAIN, task_id=task_id, policy=parts["policy"],
-                        tools=parts["tools"], categories=self.catalog[task_id])
+                        system_prompt=parts["policy"], tools=parts["tools"],
+                        categories=self.catalog[task_id])
         names = convert.NameMap(parts["name_map"])
         milestones = convert.matcher_data(scenario.evaluation.milestone_matcher)
         minefields = convert.matcher_data(scenario.evaluation.minefield_matcher)
@@ -222,7 +246,8 @@ class ToolSandboxNative:
         scenario = copy.deepcopy(self._scenario(domain, task_id))
         scenario.max_messages = min(scenario.max_messages, max_steps)
         self._set_opening(scenario, opening_request)
-        roles = {ec.RoleType.AGENT: self._CallbackAgent(agent), ec.RoleType.USER: self._CallbackUser(user),
+        agent_role = self._CallbackAgent(agent)
+        roles = {ec.RoleType.AGENT: agent_role, ec.RoleType.USER: self._CallbackUser(user),
                  ec.RoleType.EXECUTION_ENVIRONMENT: ts.ExecutionEnvironment()}
         random.seed(seed)
         exception = None
@@ -242,7 +267,7 @@ class ToolSandboxNative:
             termination = "max_messages" if active else "user_ended"
             turns = ts.turn_count(sandbox)
         return Trajectory(
-            messages=_agent_chat(context, ec, mc),
+            messages=with_words(_agent_chat(context, ec, mc), agent_role.words),
             termination=termination,
             turns=turns,
             native={

@@ -18,6 +18,15 @@ Artifact = dict[str, Any]
 """``{"kind", "key", "value"}``: an artifact as the run folder stores it."""
 
 
+JUDGE_INPUTS = "judge_inputs"
+"""The tool schemas and reference plan the plan judge read, kept once per task (not per trial:
+they do not change), for the APB export."""
+
+
+def judge_inputs_key(env: str, domain: str, task_id: str) -> dict[str, Any]:
+    return {"env": env, "domain": domain, "task_id": task_id}
+
+
 def identity(kind: str, key: dict[str, Any]) -> str:
     return json.dumps([kind, key], sort_keys=True, default=str)
 

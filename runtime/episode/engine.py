@@ -24,7 +24,7 @@ def run_episode(spec: RunSpec, services: Services, key: EpisodeKey,
     """The episode ``key`` of ``spec``: its record, and the shared artifacts it made."""
     started = now()
     meter = Meter()
-    seed = trial_seed(spec.seed, key.trial)
+    seed = trial_seed(spec.seed, key.trial, spec.seeding)
     ctx = EpisodeContext(key=key, seed=seed, env=services.env, layer=services.layer,
                          artifacts=artifacts, planner_name=spec.planner,
                          make_planner=services.make_planner, meter=meter, max_steps=spec.max_steps,
@@ -56,6 +56,7 @@ def record_of(spec: RunSpec, key: EpisodeKey, seed: int, state: EpisodeState, me
         p0=state["p0"].model_dump() if "p0" in state else None,
         critique=critic.critique.model_dump() if critic else None,
         guard={**critic.guard.model_dump(), "critic_attempts": critic.attempts} if critic else None,
+        critique_note=critic.note if critic else None,
         provenance=record_audit(view, state.get("supervision"), trajectory),
         p1=state["p1"].model_dump() if "p1" in state else None,
         judge_p0=state["judge_p0"].model_dump() if "judge_p0" in state else None,
@@ -70,6 +71,7 @@ def record_of(spec: RunSpec, key: EpisodeKey, seed: int, state: EpisodeState, me
         usage=meter.as_dict(),
         malformed=meter.malformed,
         flags=sorted({kind for counts in meter.malformed.values() for kind in counts}),
+        finish_reasons=meter.finish_reasons,
         timings_s=state.get("timings", {}),
         reused=state.get("reused", []),
         error=error,
@@ -82,7 +84,7 @@ def lost_record(spec: RunSpec, key: EpisodeKey, error_type: str, message: str) -
     """The record of an episode whose process died under it (``--retry-errors`` reruns it)."""
     stamp = now()
     return EpisodeRecord(run_id=spec.run_id, key=key, record_id=key.id(), status="error",
-                         seed=trial_seed(spec.seed, key.trial),
+                         seed=trial_seed(spec.seed, key.trial, spec.seeding),
                          error=StageError(stage="worker", type=error_type,
                                           message=" ".join(message.split())[:2000]),
                          started_at=stamp, finished_at=stamp)

@@ -32,8 +32,13 @@ class Executor:
 
     @property
     def system_prompt(self) -> str:
-        instruction = self.view.instructions or DEFAULT_INSTRUCTION
-        parts = [f"<instructions>\n{instruction}\n</instructions>", f"<policy>\n{self.view.policy}\n</policy>"]
+        """τ²'s agent prompt (``<instructions>`` + ``<policy>``), or the benchmark's own prompt as
+        it is (ToolSandbox); Plan-first and Refine add the ``<plan>`` block after either."""
+        if self.view.system_prompt is not None:
+            parts = [self.view.system_prompt]
+        else:
+            instruction = self.view.instructions or DEFAULT_INSTRUCTION
+            parts = [f"<instructions>\n{instruction}\n</instructions>", f"<policy>\n{self.view.policy}\n</policy>"]
         if self.plan is not None:
             parts.append(f"<plan>\n{PLAN_INSTRUCTION}\n\n{self.plan.render()}\n</plan>")
         return "\n".join(parts)

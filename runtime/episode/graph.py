@@ -29,12 +29,13 @@ from langgraph.runtime import Runtime
 from critique.auditor import LeakAuditor
 from critique.critic import CriticResult
 from critique.judge import JudgeResult, PlanJudge
+from critique.reference import reference_plan
 from critique.strategies import Strategy
 from envs.base import Environment, Score, Supervision, TaskView, Trajectory
 from planners.base import Planner
 from evrcore.chat import ChatModel
 from evrcore.plan import Plan
-from runtime.episode.artifacts import Artifact, ArtifactMemo
+from runtime.episode.artifacts import JUDGE_INPUTS, Artifact, ArtifactMemo, judge_inputs_key
 from runtime.episode.executor import Executor
 from runtime.episode.simulated_user import SimulatedUser
 from runtime.failures import classify
@@ -140,16 +141,30 @@ def plan(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     return {**update, "p0": Plan.model_validate(data)}
 
 
+def judge_inputs(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
+    """What the judge read besides the plan and the query — the full tool schemas and the
+    reference plan and tool chain — kept once per task so the APB export can hand APB's own
+    judge the same inputs (``runtime.reports.apb_export``)."""
+    key = ctx.key
+    _, update = shared(ctx, JUDGE_INPUTS, judge_inputs_key(key.env, key.domain, key.task_id),
+                       lambda: {"tools": state["view"].tools,
+                                "reference": reference_plan(state["supervision"]).to_apb()},
+                       note_reuse=False)
+    return update
+
+
 def judge_p0(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key, p0 = ctx.key, state["p0"]
     judge = PlanJudge(ctx.client("judge"))
+    inputs = judge_inputs(state, ctx)
     judge_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "trial": key.trial,
                  "judge_model": ctx.layer.specs["judge_model"].model,
                  "p0": hashlib.sha256(p0.model_dump_json().encode()).hexdigest()}
     data, update = shared(ctx, "judge_p0", judge_key,
                           lambda: judge.judge(state["view"], state["supervision"], p0).model_dump(),
                           note_reuse=False)
-    return {**update, "judge_p0": JudgeResult.model_validate(data)}
+    made = inputs.get("made", []) + update.get("made", [])
+    return {**update, **({"made": made} if made else {}), "judge_p0": JudgeResult.model_validate(data)}
 
 
 def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
@@ -176,7 +191,7 @@ def revise(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
 
 def judge_p1(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     judge = PlanJudge(ctx.client("judge"))
-    return {"judge_p1": judge.judge(state["view"], state["supervision"], state["p1"])}
+    return {**judge_inputs(state, ctx), "judge_p1": judge.judge(state["view"], state["supervision"], state["p1"])}
 
 
 def execute(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:

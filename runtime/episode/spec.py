@@ -8,6 +8,7 @@ field added here reaches every process without a list of names to keep in step.
 from __future__ import annotations
 
 import random
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,8 +27,19 @@ def check_size(tasks: int, trials: int, modes: list[str], strategies: int) -> No
                          f"{MAX_EPISODES:,} episodes; lower --trials or --tasks")
 
 
-def trial_seed(seed: int, trial: int) -> int:
-    """A per-trial seed derived from the run seed; sent with every request of the trial."""
+Seeding = Literal["runtime", "tau2"]
+SEEDINGS = ("runtime", "tau2")
+
+
+def trial_seed(seed: int, trial: int, seeding: Seeding = "runtime") -> int:
+    """A per-trial seed derived from the run seed; sent with every request of the trial.
+
+    ``tau2``: the seeds ``tau2 run --seed`` sends (``random.seed(seed)``, then one
+    ``randint(0, 1000000)`` per trial: 300 gives 626729 for the first trial), so the same
+    ``--seed`` makes the same requests as τ²'s runner."""
+    if seeding == "tau2":
+        rng = random.Random(seed)
+        return [rng.randint(0, 1000000) for _ in range(trial + 1)][trial]
     return random.Random(f"{seed}:{trial}").randrange(2**31)
 
 
@@ -44,13 +56,15 @@ class RunSpec(BaseModel):
     modes: list[Mode]
     trials: int = 1
     seed: int = 0
+    seeding: Seeding = "runtime"
+    """How trial seeds derive from ``seed``: the runtime's own, or ``tau2 run``'s."""
     models: dict[str, ModelSpec]
     """The model of each role (``runtime.llm.roles.ROLES``)."""
     planner: str = "llm"
     """The planner's name or ``package.module:Class`` (``planners.registry``)."""
     strategies: list[str] = Field(default_factory=lambda: ["anti-leak"])
     """Critique strategies by name (``critique.strategies``); refine runs once per strategy."""
-    max_steps: int = 100
+    max_steps: int = 200
     concurrency: int = 4
     judge: bool = True
     auditor: bool = True

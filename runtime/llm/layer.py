@@ -38,6 +38,8 @@ import litellm
 
 from evrcore.chat import ChatReply, extract_json
 from runtime.llm.breaker import CircuitBreaker
+from runtime.llm.provider_rules import (ORDINARY_FINISH, Fault, fault_of, native_finish,
+                                        portable_messages, portable_tools, retry_hint)
 from runtime.llm.roles import ROLES
 from runtime.records import BAD_ANSWER
 from runtime.scrub import scrub
@@ -73,6 +75,17 @@ class RunAborted(ModelError):
         """True when the credentials were rejected (a configuration error, like a missing key)."""
 
 
+class ProviderFault(ModelError):
+    """The provider answered with no usable turn (Gemini's ``MALFORMED_FUNCTION_CALL``, a
+    safety block) on every try: the episode errors with ``error_kind`` instead of an empty turn
+    being scored as the model's."""
+
+    def __init__(self, message: str, fault: Fault):
+        super().__init__(message)
+        self.reason = fault.reason
+        self.error_kind = fault.kind
+
+
 class MalformedResponse(RuntimeError):
     """HTTP 200 whose body is not a usable completion (no choices, no message): retried, never
     cached."""
@@ -97,6 +110,12 @@ class ModelSpec:
     """Answer budgets by purpose (``("user", 64), ...``) that replace ``max_tokens`` for those
     purposes: a slow local model spends most of its time generating, and a user turn needs far
     fewer tokens than a plan."""
+
+    bare_purposes: tuple[str, ...] = ()
+    """Purposes whose requests carry no temperature, seed or tool_choice beyond ``user_set``:
+    the executor and user of a benchmark whose own roles send none (ToolSandbox)."""
+    user_set: tuple[str, ...] = ()
+    """Which of ``temperature``/``seed`` the user set: sent for bare purposes too."""
 
     def max_tokens_for(self, purpose: str) -> int | None:
         return dict(self.stage_max_tokens).get(purpose, self.max_tokens)
@@ -130,7 +149,15 @@ class Meter:
     by_purpose: dict[str, RoleUsage] = field(default_factory=dict)
     malformed: dict[str, dict[str, int]] = field(default_factory=dict)
     """purpose → kind of malformed model output → count (see :func:`malformed_kinds`)."""
+    finish_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    """purpose → the provider's own finish reason, where it was not an ordinary one
+    (``MALFORMED_FUNCTION_CALL``, ``SAFETY``, ``length``, ...) → count, retried answers included."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def note_finish(self, purpose: str, reason: str) -> None:
+        with self._lock:
+            counts = self.finish_reasons.setdefault(purpose, {})
+            counts[reason] = counts.get(reason, 0) + 1
 
     def note_malformed(self, purpose: str, kinds: list[str]) -> None:
         with self._lock:
@@ -251,6 +278,8 @@ class ModelLayer:
         self._needs_placeholder: dict[ModelSpec, bool] = {}
         self.limiter: Any = None
         """Optional per-provider cap on calls in flight (``runtime.llm.limits``)."""
+        self.fault_retries = 2
+        """Further tries for an answer the provider withheld (:class:`ProviderFault`)."""
 
     def client(self, role: str, purpose: str, meter: Meter, seed: int | None = None,
                context: dict[str, Any] | None = None, refresh: bool = False) -> "RoleClient":
@@ -284,13 +313,14 @@ class ModelLayer:
         started = time.perf_counter()
         token = CALL_CONTEXT.set({**context, "purpose": purpose})
         try:
+            note = lambda reason: meter.note_finish(purpose, reason)  # noqa: E731
             if self.limiter is None:
-                response = self._complete_with_retries(spec, request)
+                response = self._complete_with_retries(spec, request, note)
             else:
                 from runtime.llm.limits import provider_of
 
                 with self.limiter.slot(provider_of(spec)):
-                    response = self._complete_with_retries(spec, request)
+                    response = self._complete_with_retries(spec, request, note)
         finally:
             CALL_CONTEXT.reset(token)
         reply = _reply(response)
@@ -311,7 +341,8 @@ class ModelLayer:
             self.cache.put(key, reply.model_dump())
         return reply
 
-    def _complete_with_retries(self, spec: ModelSpec, request: dict[str, Any]) -> Any:
+    def _complete_with_retries(self, spec: ModelSpec, request: dict[str, Any],
+                               note_finish: Callable[[str], None] = lambda reason: None) -> Any:
         kwargs = {k: v for k, v in request.items() if v is not None}
         kwargs["timeout"] = spec.timeout
         kwargs["max_retries"] = 0  # retries are this layer's: counted, backed off, circuit-broken
@@ -320,14 +351,26 @@ class ModelLayer:
             kwargs["api_key"] = PLACEHOLDER_KEY
         endpoint = spec.api_base or spec.model
         delay = self.backoff_s
-        for attempt in range(self.retries + 1):
+        faults = 0
+        attempt = 0
+        while True:
             if self.aborted or (reason := self.breaker.open_reason(endpoint)):
                 raise self.abort(reason if not self.aborted else "")
             try:
                 response = litellm.completion(**kwargs)
                 _check_transport(response)
                 self.breaker.success(endpoint)
-                return response
+                finish = native_finish(response)
+                if finish and finish not in ORDINARY_FINISH:
+                    note_finish(finish)
+                fault = fault_of(response)
+                if fault is None:
+                    return response
+                faults += 1
+                if faults > self.fault_retries:
+                    raise ProviderFault(f"{spec.model}: {fault.what} ({fault.reason}) on {faults} "
+                                        "tries", fault)
+                continue
             except litellm.exceptions.AuthenticationError as exc:
                 hint = (f" (no key in the environment: sent a placeholder; set the provider's key)"
                         if placeholder else "")
@@ -340,12 +383,18 @@ class ModelLayer:
                     raise self.abort(self.breaker.open_reason(endpoint) or endpoint) from exc
                 if attempt == self.retries:
                     raise ModelError(f"{spec.model}: gave up after {attempt + 1} tries: {_short(exc)}") from exc
-                time.sleep(delay * (0.5 + random.random()))
+                attempt += 1
+                wait = delay * (0.5 + random.random())
+                hint = retry_hint(exc)
+                if hint is not None:  # the provider said how long; within the layer's ceiling
+                    wait = max(wait, min(hint, self.max_backoff_s))
+                time.sleep(wait)
                 delay = min(delay * 2, self.max_backoff_s)
+            except ProviderFault:
+                raise
             except Exception as exc:  # noqa: BLE001 - surface the provider's message, not a stack
                 self.breaker.answered(endpoint)  # e.g. an HTTP 400: an answer all the same
                 raise ModelError(f"{spec.model}: {_short(exc)}") from exc
-        raise AssertionError("unreachable")
 
     def _placeholder_key(self, spec: ModelSpec) -> bool:
         """True for an ``api_base`` endpoint whose provider key is not in the environment."""
@@ -379,14 +428,18 @@ class RoleClient:
         request: dict[str, Any] = {
             "model": self.spec.model,
             "api_base": self.spec.api_base,
-            "messages": messages,
+            "messages": portable_messages(self.spec.model, messages),
             "temperature": self.spec.temperature,
             "max_tokens": self.spec.max_tokens_for(self.purpose),
             "seed": self.seed,
         }
         if tools:
-            request["tools"] = tools
+            request["tools"] = portable_tools(tools)
             request["tool_choice"] = "auto"
+        if self.purpose in self.spec.bare_purposes:
+            for key in ("temperature", "seed", "tool_choice"):
+                if key not in self.spec.user_set:
+                    request.pop(key, None)
         if json_schema is not None:
             request["response_format"] = {
                 "type": "json_schema",
@@ -424,8 +477,8 @@ def malformed_kinds(reply: ChatReply, finish_reason: str | None = None) -> list[
             kinds.append("unparsable_tool_call")
     if not reply.tool_calls and not (reply.content or "").strip():
         kinds.append("empty_reply")
-    if finish_reason == "length":
-        kinds.append("truncated")
+    if {finish_reason, reply.finish_reason} & {"length", "MAX_TOKENS", "max_tokens"}:
+        kinds.append("truncated")  # litellm says "tool_calls" for Gemini's MAX_TOKENS with a call
     return kinds
 
 
@@ -453,7 +506,8 @@ def _reply(response: Any) -> ChatReply:
             "type": "function",
             "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments or {})},
         })
-    return ChatReply(content=message.content, tool_calls=tool_calls)
+    return ChatReply(content=message.content, tool_calls=tool_calls,
+                     finish_reason=native_finish(response))
 
 
 def _cost(response: Any) -> float:

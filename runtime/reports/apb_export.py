@@ -8,6 +8,14 @@ APB's judge stage writes one JSON line per judged plan: the task record (``id``,
 ``task_family`` and ``task_category``. Each episode's p0 and p1 become one such line each (a p0
 shared by Plan-first and Refine is written once); our own fields ride along under names APB
 does not read.
+
+Each line also carries what APB's judge stage builds its payload from, so
+``run_benchmark.py --stage judge`` can re-judge our plans with APB's own judge: ``query``,
+``tools_json`` (the full tool schemas the project's judge read), ``tool_names_json``, the
+reference as ``plan`` and ``tool_chain_json`` (``critique.reference``, as the project's judge
+read it, kept once per task in the run folder), and empty ``extraneous_tool_names_json`` /
+``trajectory_prefix_json``. The judgement is written in APB's ``error_list`` shape here and
+only here (records keep six named flags), settled by the verdict rule as the reports read it.
 """
 
 from __future__ import annotations
@@ -16,9 +24,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from critique.judge import read_judgement
 from evrcore.plan import Plan
-from runtime.records import EpisodeRecord
-from runtime.store import RUN_INFO, write_text_atomic
+from runtime.episode.artifacts import JUDGE_INPUTS, judge_inputs_key
+from runtime.records import EpisodeKey, EpisodeRecord
+from runtime.store import RUN_INFO, artifact_relpath, write_text_atomic
 
 SPLIT = "holistic_planning"
 """APB's split for a holistic plan judged for correctness (a plan + tool chain per task)."""
@@ -39,18 +49,48 @@ def judge_model(folder: Path) -> str:
     return "unknown"
 
 
-def apb_records(records: Iterable[EpisodeRecord], judge: str) -> list[dict[str, Any]]:
-    """One APB judgement record per judged plan, p0 before p1, each id once."""
+def judge_inputs(folder: Path | None, key: EpisodeKey) -> dict[str, Any] | None:
+    """The tool schemas and reference plan the judge read for this task (``None`` for a run
+    made before they were kept)."""
+    if folder is None:
+        return None
+    path = Path(folder) / artifact_relpath(JUDGE_INPUTS, judge_inputs_key(key.env, key.domain, key.task_id))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["value"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _task_fields(inputs: dict[str, Any] | None) -> dict[str, Any]:
+    """APB's task-record fields its judge payload reads, as JSON strings like its dataset's."""
+    if inputs is None:
+        return {}
+    tools = inputs.get("tools") or []
+    reference = inputs.get("reference") or {}
+    return {"tools_json": json.dumps(tools, ensure_ascii=False),
+            "tool_names_json": json.dumps([t["function"]["name"] for t in tools], ensure_ascii=False),
+            "plan": reference.get("plan", ""),
+            "tool_chain_json": json.dumps(reference.get("tool_chain", []), ensure_ascii=False),
+            "extraneous_tool_names_json": "[]", "trajectory_prefix_json": "[]", "unsolvable_type": None}
+
+
+def apb_records(records: Iterable[EpisodeRecord], judge: str, folder: Path | None = None) -> list[dict[str, Any]]:
+    """One APB judgement record per judged plan, p0 before p1, each id once; with the run
+    ``folder``, each carries the judge's inputs for APB's own judge stage."""
     out: dict[str, dict[str, Any]] = {}
+    inputs: dict[tuple[str, str, str], dict[str, Any] | None] = {}
     for r in records:
         for stage in ("p0", "p1"):
-            judged, plan = getattr(r, f"judge_{stage}"), getattr(r, stage)
-            if not judged or not judged.get("judgement") or not plan:
+            result, plan = read_judgement(getattr(r, f"judge_{stage}")), getattr(r, stage)
+            if result is None or result.judgement is None or not plan:
                 continue
             plan_id = plan_id_of(r, stage)
             if plan_id in out:
                 continue
             k = r.key
+            task = (k.env, k.domain, k.task_id)
+            if task not in inputs:
+                inputs[task] = judge_inputs(folder, k)
             out[plan_id] = {
                 "id": plan_id,
                 "split": SPLIT,
@@ -60,15 +100,21 @@ def apb_records(records: Iterable[EpisodeRecord], judge: str) -> list[dict[str, 
                 "source": k.env,
                 "source_subset": k.domain,
                 "query": r.opening_request or "",
+                **_task_fields(inputs[task]),
                 "tested_model": k.model,
                 "model_response": json.dumps(Plan.model_validate(plan).to_apb(), ensure_ascii=False),
                 "judge_model": judge,
-                "judgement": judged["judgement"],
+                "judgement": result.judgement.to_apb(),
                 "runtime": {"plan": stage, "task_id": k.task_id, "trial": k.trial,
                             "mode": k.mode, "strategy": k.strategy, "record_id": r.record_id,
-                            "judge_note": judged.get("note")},
+                            "judge_note": result.note},
             }
     return list(out.values())
+
+
+def without_inputs(rows: list[dict[str, Any]]) -> int:
+    """Exported lines that lack the judge's inputs (APB's judge would see no tools for them)."""
+    return sum("tools_json" not in row for row in rows)
 
 
 def plan_id_of(record: EpisodeRecord, stage: str) -> str:

@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any
 
+from critique.judge import read_judgement
 from evrcore.critique import ERROR_CODES
 from runtime.records import EpisodeRecord
 from runtime.reports.summary import arm
@@ -108,6 +109,7 @@ def critique(record: EpisodeRecord) -> dict[str, Any] | None:
              for code, meaning in ERROR_CODES.items()] if errors else []
     guard = record.guard or {}
     return {"grade": c.get("grade"), "flags": flags, "rationale": c.get("rationale", ""),
+            "note": record.critique_note,
             "guard": {"fired": bool(guard.get("fired")), "action": guard.get("action", "–"),
                       "attempts": guard.get("critic_attempts"),
                       "findings": [f"{f.get('kind', '?')}: {f.get('text', '')}" for f in guard.get("findings", [])],
@@ -115,15 +117,16 @@ def critique(record: EpisodeRecord) -> dict[str, Any] | None:
 
 
 def judgement(stored: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The plan judge's verdict (it reads the supervision; the tested model never sees it)."""
+    """The plan judge's verdict (it reads the supervision; the tested model never sees it),
+    either stored flag shape, settled by the verdict rule (the note says when it was)."""
     if not stored:
         return None
-    j = stored.get("judgement")
-    if not j:
+    result = read_judgement(stored)
+    if result is None or result.judgement is None:
         return {"failure": stored.get("failure") or "no judgement", "attempts": stored.get("attempts")}
-    codes = [code for code, flag in zip(ERROR_CODES, j.get("error_list", [])) if flag]
-    return {"is_correct": j.get("is_correct"), "grade": j.get("grade"), "errors": codes,
-            "reasoning": j.get("reasoning", ""), "attempts": stored.get("attempts"), "failure": None}
+    j = result.judgement
+    return {"is_correct": j.is_correct, "grade": j.grade, "errors": j.errors.active(),
+            "reasoning": j.reasoning, "attempts": result.attempts, "failure": None, "note": result.note}
 
 
 def _as_text(value: Any) -> str:

@@ -6,7 +6,7 @@ of one task are not independent) and an exact sign test, on the tasks complete i
 and again with errored episodes scored 0; per arm episodes, errors and error rate, with a
 warning when errors could bias Δ; pass^k for k up to the number of trials (errors count as
 failures, success as in τ²); plan-judge correctness and grade p0 → p1; tokens and cost per mode; the paper's
-published gains beside ours. Written as Markdown, CSV and HTML with PNG plots.
+published gains beside ours; how many judge and critic answers the verdict rule settled. Written as Markdown, CSV and HTML with PNG plots.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from runtime.reports.stats import (  # noqa: E402
 )
 from runtime.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings  # noqa: E402
-from runtime.reports import explorer, leaks, provenance  # noqa: E402
+from runtime.reports import explorer, leaks, provenance, verdicts  # noqa: E402
 
 ARMS = ("direct", "plan-first", "refine")
 
@@ -244,7 +244,8 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     table = rows(frame(records), meta.get("published", {}))
     title = title or f"Report: {meta.get('name', folder.name)}"
     df = frame(records)
-    md = markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
+    md = (markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
+          + verdicts.markdown_section(df))
     if "fingerprint" in df and df["fingerprint"].nunique() > 1:
         counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
         md += f"\n> **warning:** {mixed_settings(counts)}; each row above is one fingerprint.\n"

@@ -1,6 +1,7 @@
 """The end-of-run summary: per mode (and critique strategy), the mean of the benchmark's score,
 n, errors (rate, and how many were infrastructure's), plan-judge correctness p0 → p1, guard
-firings, tokens and cost; warnings when errors could bias the comparison; and the leak figures
+firings, tokens and cost; the judge's and the critic's answers settled by the verdict rule
+(``judge_notes``, ``critic_notes``: a grade that contradicted its flags); warnings when errors could bias the comparison; and the leak figures
 (critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``); the
 provenance audit (unexplained values, episodes affected, rate: ``runtime.reports.provenance``);
 episodes with malformed model output; and ``flagged``: scored episodes whose score rests on an
@@ -14,7 +15,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from critique.judge import JudgeResult, read_judgement
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
+from evrcore.critique import Critique
 from runtime.reports import categories
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
@@ -29,10 +32,38 @@ def arm(mode: str, strategy: str) -> str:
     return f"refine:{STRATEGIES[strategy].label}" if strategy in STRATEGIES else f"refine:{strategy}"
 
 
-def _judged(judgement: dict | None, field: str) -> Any:
-    if not judgement or not judgement.get("judgement"):
-        return None
-    return judgement["judgement"][field]
+def judged(stored: dict | None) -> JudgeResult | None:
+    """A record's stored judge result, either flag shape, settled by the verdict rule."""
+    result = read_judgement(stored)
+    return result if result is not None and result.judgement is not None else None
+
+
+def _verdict_columns(r: EpisodeRecord) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    notes = judgements = 0
+    for plan in ("p0", "p1"):
+        result = judged(getattr(r, f"judge_{plan}"))
+        j = result.judgement if result else None
+        row[f"{plan}_correct"] = j.is_correct if j else None
+        row[f"{plan}_grade"] = j.grade if j else None
+        for i, flag in enumerate(j.error_list() if j else [None] * 6):
+            row[f"{plan}_E{i + 1}"] = flag
+        notes += bool(result and result.note)
+        judgements += result is not None
+    row["judgements"] = judgements
+    row["judge_notes"] = notes
+    row["critic_notes"] = int(bool(r.critique_note) or _critique_contradicts(r.critique))
+    return row
+
+
+def _critique_contradicts(stored: dict | None) -> bool:
+    """A critique stored before the rule was enforced whose grade contradicts its flags."""
+    if not stored or "errors" not in stored:
+        return False
+    try:
+        return Critique.model_validate(stored).contradiction() is not None
+    except ValueError:
+        return False
 
 
 def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
@@ -53,13 +84,8 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "fingerprint": r.fingerprint or "unrecorded",
             "malformed": bool(r.flags),
             "flagged": r.status == "ok" and bool(set(r.flags) & set(BAD_ANSWER)),
-            "p0_correct": _judged(r.judge_p0, "is_correct"), "p0_grade": _judged(r.judge_p0, "grade"),
-            "p1_correct": _judged(r.judge_p1, "is_correct"), "p1_grade": _judged(r.judge_p1, "grade"),
+            **_verdict_columns(r),
         }
-        for plan in ("p0", "p1"):
-            flags = _judged(getattr(r, f"judge_{plan}"), "error_list")
-            for i in range(6):
-                row[f"{plan}_E{i + 1}"] = None if flags is None else flags[i]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -91,6 +117,8 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "tokens": int(part["tokens"].sum()),
                 "cost_usd": float(part["cost_usd"].sum()),
                 "guard_fired": int(part["guard_fired"].sum()),
+                "judge_notes": int(part["judge_notes"].sum()),
+                "critic_notes": int(part["critic_notes"].sum()),
                 **_error_fields(part),
                 **leak_figures(part),
                 **provenance_figures(part),
