@@ -44,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         refuse_fixed_options(args)
         strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+        if not strategies:
+            raise UsageError(f"--strategies {args.strategies!r} names no strategy; give "
+                             f"comma-separated names ({', '.join(STRATEGIES)}) or all")
         options = {k: v for k, v in vars(args).items() if k != "strategies"}
         config = validate.load_config(argparse.Namespace(**{**options, "mode": "refine"}))
         run = build_run(config, console.print, modes=["plan-first", "refine"],

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from runtime import fingerprint
 from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 from runtime.episode.services import Services, planner_factory, register_providers
 from runtime.episode.spec import RunSpec, check_size
@@ -70,7 +71,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     from critique.strategies import resolve
     from envs import EnvError, get_environment, registry
     from envs.base import TaskSelection
-    from runtime.llm.layer import ModelConfigError, ModelLayer, ResponseCache, check_credentials
+    from runtime.llm.layer import (ModelConfigError, ModelLayer, ResponseCache, check_credentials,
+                                    check_provider)
 
     modes = modes or config.modes
     run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
@@ -92,6 +94,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         for spec in specs.values():
             check_credentials(spec)
         register_providers(specs)
+        for spec in specs.values():
+            check_provider(spec)
         env_spec = registry.spec(config.env)
         env = get_environment(config.env, sandbox=config.sandbox)
         domain = config.domain or (env_spec.embedded_domain if embedded else None) or env_spec.default_domain
@@ -121,6 +125,24 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         check_size(len(task_ids), config.trials, modes, len(chosen))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    spec = RunSpec(
+        run_id=run_id, env=config.env, sandbox=config.sandbox, domain=domain, task_ids=task_ids,
+        modes=modes, trials=config.trials, seed=config.seed,
+        seeding=config.seeding, models=specs, planner=config.planner,
+        strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
+        judge=judge, auditor=not config.no_auditor, limits=episode_limits(config),
+    )
+    if config.ray_address:  # before the folder is touched, whether or not work is pending
+        from runtime.backends.ray_backend import ACCEPTED_ADDRESS, reachable
+
+        reachable(config.ray_address, ACCEPTED_ADDRESS)
+    identity = fingerprint.fingerprint(spec, config.env)
+    changed = fingerprint.changed_settings(fingerprint.previous(out, identity["scope"]), identity)
+    if changed and not config.allow_changed_settings:
+        raise UsageError(f"{out} holds run {run_id} made with other settings: {'; '.join(changed)}; "
+                         "give a new --out folder, or --allow-changed-settings to mix both in this "
+                         "one (nothing was written)")
+    spec = spec.model_copy(update={"fingerprint": identity["id"]})
     store = open_folder(out, "--out", RunStore)
     cache = None
     if not config.no_cache:
@@ -134,13 +156,6 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         from runtime.llm.limits import LocalLimiter
 
         layer.limiter = LocalLimiter(config.model_concurrency)
-    spec = RunSpec(
-        run_id=run_id, env=config.env, sandbox=config.sandbox, domain=domain, task_ids=task_ids,
-        modes=modes, trials=config.trials, seed=config.seed,
-        seeding=config.seeding, models=specs, planner=config.planner,
-        strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
-        judge=judge, auditor=not config.no_auditor, limits=episode_limits(config),
-    )
     services = Services(env=env, layer=layer, make_planner=make_planner)
     run = Run(config=config, spec=spec, services=services, store=store, embedded=embedded)
     store.note_invocation({
@@ -152,6 +167,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         "strategies": list(spec.strategies) if "refine" in spec.modes else [],
         "models": run.models,
         "task_ids": task_ids,
+        "fingerprint": identity,
+        **({"allow_changed_settings": True, "changed_settings": changed} if changed else {}),
     })
     return run
 

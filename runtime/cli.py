@@ -94,9 +94,9 @@ def close_environments(runs: Sequence[Run]) -> None:
 def run_with_progress(run: Run, console: Console) -> None:
     store, keys = run.store, run.keys
     todo, _ = pending(run.spec, store, run.config.retry_errors)
-    if store.torn_lines:
-        console.print(f"[yellow]warning: {store.torn_lines} unreadable line(s) in "
-                      f"{escape(str(store.records_path))} skipped; their episodes run again[/]")
+    if note := store.skipped_note():
+        console.print(f"[yellow]warning: {escape(note)}; their episodes run again[/]",
+                      highlight=False)
     console.print(f"run {escape(run.spec.run_id)}: {len(keys)} episodes ({len(keys) - len(todo)} "
                   f"already done) → {escape(str(store.root))}")
     limit = run.config.max_cost

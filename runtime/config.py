@@ -87,6 +87,10 @@ class RunSettings(BaseModel):
     ray_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Ray episode workers (one process each); "
         "default: one per CPU of the Ray instance.")
+    allow_changed_settings: bool = Field(
+        default=False, description="Resume a run folder even though settings that change "
+        "episodes (models, endpoints, temperature, seed, step limit, strategies, planner, ...) "
+        "differ from its earlier invocations; the mix is recorded in run.json.")
     model_concurrency: int | None = Field(
         default=None, ge=1, le=4096, description="At most this many model calls in flight per "
         "provider (endpoint), across every thread and every Ray worker of the run.")
@@ -127,6 +131,23 @@ class RunSettings(BaseModel):
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must not be empty; leave the option out to use the default")
+        return value
+
+    @field_validator("api_base", "critic_api_base", "user_api_base")
+    @classmethod
+    def _a_url(cls, value: str | None) -> str | None:
+        from urllib.parse import urlsplit
+
+        if value is None:
+            return value
+        try:
+            parts = urlsplit(value.strip())
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("not an http(s) URL; give the endpoint's URL, e.g. "
+                             "http://localhost:8000/v1")
         return value
 
     @field_validator("strategy")

@@ -10,6 +10,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 MODES = ("direct", "plan-first", "refine")
+RECORD_VERSION = 2
+"""The shape and meaning of a record; part of a run's settings fingerprint (``runtime.fingerprint``)."""
+BAD_ANSWER = ("unparsable_tool_call", "empty_reply")
+"""Flags of an answer that failed validation: it is never cached (``runtime.llm.layer``), and
+``--retry-errors`` runs an episode that carries one again (``runtime.batch``)."""
 Mode = Literal["direct", "plan-first", "refine"]
 
 
@@ -38,6 +43,10 @@ class StageError(BaseModel):
         description="infrastructure / model_output / internal (runtime.failures); absent in "
         "records written before kinds were recorded.",
     )
+    cause: str | None = Field(
+        default=None,
+        description="What was seen, a row of runtime.failures.CAUSES (http_4xx, http_5xx, "
+        "timeout, connection, ...); absent in records written before causes were recorded.")
 
 
 class EpisodeRecord(BaseModel):
@@ -85,5 +94,8 @@ class EpisodeRecord(BaseModel):
         description="The providers' own finish reasons that were not ordinary ones "
         "(MALFORMED_FUNCTION_CALL, SAFETY, length, ...) by purpose, with counts, retried "
         "answers included; empty when every answer ended normally.")
+    fingerprint: str | None = Field(
+        default=None, description="The id of the settings the episode was made with (run.json "
+        "holds them, runtime.fingerprint); absent in records written before fingerprints.")
     started_at: str
     finished_at: str

@@ -38,16 +38,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.run} is not a run folder: {what} (no records.jsonl); give a folder "
               "written by validate, ablate or table3", file=sys.stderr)
         return 2
-    if args.apb_out is not None and not args.apb_out.parent.is_dir():
-        print(f"error: --apb-out {args.apb_out}: folder {args.apb_out.parent} does not exist",
-              file=sys.stderr)
+    if args.apb_out is not None and (problem := unwritable(args.apb_out)):
+        print(f"error: --apb-out {args.apb_out}: {problem}; give a file path in a writable folder "
+              "(nothing was written)", file=sys.stderr)
         return 2
     try:
-        paths = build(args.run, title=args.title)
-        if args.apb_out is not None:
-            from runtime.store import RunStore
+        from runtime.store import RunStore
 
-            rows = apb_export.apb_records(RunStore(args.run).records(), apb_export.judge_model(args.run),
+        store = RunStore(args.run)
+        paths = build(args.run, title=args.title, store=store)
+        if note := store.skipped_note():
+            print(f"warning: {note}; the report leaves them out", file=sys.stderr)
+        if args.apb_out is not None:
+            rows = apb_export.apb_records(store.records(), apb_export.judge_model(args.run),
                                           folder=args.run)
             apb_export.write_jsonl(rows, args.apb_out)
             paths["apb"] = args.apb_out
@@ -60,6 +63,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print("\n".join(f"{k}: {v}" for k, v in paths.items()))
     return 0
+
+
+def unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot take a new file (checked by creating and removing a probe beside
+    it, as the export's atomic write will), or None when it can: checked before any report
+    file is written, so a bad ``--apb-out`` leaves the folder as it was."""
+    import os
+
+    if path.is_dir():
+        return "it is a folder"
+    if not path.parent.is_dir():
+        return f"folder {path.parent} does not exist"
+    probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
+    try:
+        probe.open("x").close()
+        probe.unlink()
+    except OSError as exc:
+        return f"cannot write there ({exc.strerror or exc})"
+    return None
 
 
 if __name__ == "__main__":

@@ -62,6 +62,8 @@ class RunStore:
         self._key_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._key_locks_guard = threading.Lock()
         self.torn_lines = 0
+        self.skipped: list[int] = []
+        """Line numbers (from 1) of the lines the last read could not use."""
         self._tail_checked = False
 
     def _terminate_torn_tail(self) -> str:
@@ -94,17 +96,30 @@ class RunStore:
         return list(latest.values())
 
     def _read(self) -> Iterator[EpisodeRecord]:
+        """Read bytes and split lines before decoding: a line torn inside a multi-byte UTF-8
+        character (or any bytes that are not UTF-8, or not a record) is one skipped line, noted
+        with its number in ``skipped``, never an error that stops the reader."""
         self.torn_lines = 0
+        self.skipped: list[int] = []
         if not self.records_path.exists():
             return
-        with open(self.records_path, encoding="utf-8") as fh:
-            for line in fh:
-                if not line.strip():
+        with open(self.records_path, "rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                if not raw.strip():
                     continue
                 try:
-                    yield EpisodeRecord.model_validate_json(line)
-                except ValueError:
+                    yield EpisodeRecord.model_validate_json(raw.decode("utf-8"))
+                except ValueError:  # UnicodeDecodeError and pydantic's ValidationError included
                     self.torn_lines += 1
+                    self.skipped.append(number)
+
+    def skipped_note(self) -> str | None:
+        """One line naming the file and the line numbers the last read skipped, or None."""
+        if not self.torn_lines:
+            return None
+        shown = ", ".join(map(str, self.skipped[:10])) + (", …" if len(self.skipped) > 10 else "")
+        return (f"{self.torn_lines} unreadable line(s) in {self.records_path} skipped "
+                f"(line{'s' if len(self.skipped) > 1 else ''} {shown})")
 
     # -- shared artifacts (opening request, p0) ------------------------------------------
     def artifact_path(self, kind: str, key: dict[str, Any]) -> Path:

@@ -88,6 +88,9 @@ def parser() -> argparse.ArgumentParser:
                    "host:port); default: start a local Ray instance")
     p.add_argument("--ray-workers", type=int,
                    help="with --backend ray: worker processes (default: one per CPU)")
+    p.add_argument("--allow-changed-settings", action="store_true", default=None,
+                   help="resume a run folder whose earlier episodes were made with other settings "
+                   "(models, endpoints, temperature, seed, ...); refused by default; recorded")
     p.add_argument("--model-concurrency", type=int,
                    help="at most this many model calls in flight per provider, across all workers")
     add_budget_options(p)

@@ -172,7 +172,7 @@ def test_retry_errors_bypasses_the_cache_on_both_backends(gold_stub, tmp_path, l
     def faulty(n, body):
         if not faulting["on"] or not agent_call(body):
             return None
-        agent_calls.append(n)  # the first run's agent: a truncated tool call (cached), then a 400
+        agent_calls.append(n)  # the first run's agent: a truncated tool call (never cached), then a 400
         return {1: "truncate_args", 2: "400"}.get(len(agent_calls))
 
     seen = {}

@@ -177,7 +177,9 @@ def test_retry_errors_bypasses_the_cache_for_the_retried_episode(gold_stub, tmp_
     (first,) = read_records(out)
     assert first["status"] == "error" and proxy.injected == ["truncate_args", "400"]
     with FaultProxy(gold_stub, lambda n, b: None) as healthy:
-        assert _mock_run(healthy.url + "/v1", out, *args, "--retry-errors") == 0
+        # A new proxy is a new endpoint (port): a changed setting, allowed for this resume.
+        assert _mock_run(healthy.url + "/v1", out, *args, "--retry-errors",
+                         "--allow-changed-settings") == 0
         answered = len(healthy.requests)
     retried = read_records(out)[-1]
     assert retried["status"] == "ok" and retried["score"] == 1.0 and retried["flags"] == []

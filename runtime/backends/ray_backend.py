@@ -63,11 +63,15 @@ Group = tuple[Any, Any, Any]
 
 # ---- the Ray instance -----------------------------------------------------------------------------
 
+ACCEPTED_ADDRESS = ("accepted: 'auto' or host:port of a running cluster, or no address for a "
+                    "local instance")
+
+
 def ensure_ray(address: str | None, workers: int | None) -> None:
     """Join ``address`` or start a local instance (once per process)."""
     if ray is None:
         raise UsageError("--backend ray needs Ray: pip install -e '.[ray]' (or pip install ray)")
-    accepted = "accepted: 'auto' or host:port of a running cluster, or no address for a local instance"
+    accepted = ACCEPTED_ADDRESS
     if address:
         reachable(address, accepted)
     if ray.is_initialized():

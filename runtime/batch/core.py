@@ -21,7 +21,7 @@ from runtime.episode.artifacts import Artifact, group_of, identity
 from runtime.episode.engine import lost_record
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import RunAborted
-from runtime.records import EpisodeKey, EpisodeRecord
+from runtime.records import BAD_ANSWER, EpisodeKey, EpisodeRecord
 from runtime.store import RunStore, write_json_atomic
 
 Group = tuple[Any, Any, Any]
@@ -78,13 +78,20 @@ class Executor(Protocol):
 
 
 def pending(spec: RunSpec, store: RunStore, retry_errors: bool = False) -> tuple[list[EpisodeKey], RunSpec]:
-    """Episodes without a record (and, with ``retry_errors``, those recorded as errors), and the
-    spec to run them with: the retried ones' model calls bypass the response cache."""
-    done = {record.record_id: record.status for record in store.records()}
+    """Episodes without a record (and, with ``retry_errors``, those recorded as errors or as
+    ``ok`` with a bad answer flagged: ``runtime.records.BAD_ANSWER``), and the spec to run
+    them with: the retried ones' model calls bypass the response cache."""
+    done = {record.record_id: record for record in store.records()}
     keys = spec.keys()
-    retried = {k.id() for k in keys if retry_errors and done.get(k.id()) == "error"}
+    retried = {k.id() for k in keys if retry_errors and k.id() in done and needs_retry(done[k.id()])}
     todo = [k for k in keys if k.id() not in done or k.id() in retried]
     return todo, spec.model_copy(update={"refresh": spec.refresh | retried})
+
+
+def needs_retry(record: EpisodeRecord) -> bool:
+    """What ``--retry-errors`` runs again: an error, or a record whose score rests on an answer
+    that failed validation (an unparsable tool call, an empty message)."""
+    return record.status == "error" or bool(set(record.flags) & set(BAD_ANSWER))
 
 
 class ArtifactIndex:
@@ -165,6 +172,8 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 if stop:
                     continue  # may have been broken by the fatal failure: left to resume
                 record = outcome.record or lost_record(spec, outcome.key, *outcome.lost)
+                if spec.fingerprint and record.fingerprint is None:
+                    record = record.model_copy(update={"fingerprint": spec.fingerprint})
                 store.append(record)
                 written.append(record)
                 if budget is not None:

@@ -15,7 +15,7 @@ from runtime.episode.artifacts import Artifact, ArtifactMemo
 from runtime.episode.graph import EpisodeContext, EpisodeState, episode_graph
 from runtime.episode.services import Services
 from runtime.episode.spec import RunSpec, trial_seed
-from runtime.failures import error_kind
+from runtime.failures import classify
 from runtime.llm.layer import Meter
 from runtime.records import EpisodeKey, EpisodeRecord, StageError
 
@@ -37,7 +37,7 @@ def run_episode(spec: RunSpec, services: Services, key: EpisodeKey,
         state: EpisodeState = episode_graph().invoke({}, {"recursion_limit": 50}, context=ctx)
     except Exception as exc:  # noqa: BLE001 - the graph itself failing is recorded, not raised
         state = {"error": StageError(stage="graph", type=type(exc).__name__, message=str(exc)[:2000],
-                                     kind=error_kind(exc))}
+                                     **classify(exc))}
     return record_of(spec, key, seed, state, meter, started), list(state.get("made", []))
 
 
@@ -94,3 +94,4 @@ def lost_record(spec: RunSpec, key: EpisodeKey, error_type: str, message: str) -
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+

@@ -41,7 +41,7 @@ from runtime.episode.artifacts import JUDGE_INPUTS, Artifact, ArtifactMemo, judg
 from runtime.episode.executor import Executor
 from runtime.episode.limits import EpisodeLimits, LimitedClient, LimitReached
 from runtime.episode.simulated_user import SimulatedUser
-from runtime.failures import error_kind
+from runtime.failures import classify
 from runtime.llm.layer import Meter, ModelLayer
 from runtime.llm.roles import PURPOSES, critique_purpose
 from runtime.records import EpisodeKey, StageError
@@ -120,7 +120,7 @@ def _node(stage: str, fn: Callable[[EpisodeState, EpisodeContext], dict[str, Any
                     "refused turn")
         except Exception as exc:  # noqa: BLE001 - every failure becomes part of the record
             update = {"error": StageError(stage=stage, type=type(exc).__name__, message=str(exc)[:2000],
-                                          kind=error_kind(exc))}
+                                          **classify(exc))}
         update["timings"] = {stage: round(time.perf_counter() - started, 4)}
         return update
 
@@ -274,3 +274,4 @@ def episode_graph():
         graph.add_conditional_edges(source, _route(source), [*targets, END])
     graph.add_edge("score", END)
     return graph.compile()
+

@@ -71,6 +71,8 @@ class RunSpec(BaseModel):
     auditor: bool = True
     limits: EpisodeLimits = Field(default_factory=EpisodeLimits)
     """What one episode may use (tokens, cost, wall time): ``runtime.episode.limits``."""
+    fingerprint: str = ""
+    """The id of the settings fingerprint (``runtime.fingerprint``) each record carries."""
     refresh: frozenset[str] = frozenset()
     """Record ids re-run because they errored: their model calls bypass the response cache."""
 

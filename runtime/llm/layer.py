@@ -36,11 +36,12 @@ from typing import Any, Callable
 
 import litellm
 
-from evrcore.chat import ChatReply
+from evrcore.chat import ChatReply, extract_json
 from runtime.llm.breaker import CircuitBreaker
 from runtime.llm.provider_rules import (ORDINARY_FINISH, Fault, fault_of, native_finish,
                                         portable_messages, portable_tools, retry_hint)
 from runtime.llm.roles import ROLES
+from runtime.records import BAD_ANSWER
 from runtime.scrub import scrub
 
 litellm.suppress_debug_info = True
@@ -229,7 +230,7 @@ _CONNECTION_WORDS = re.compile(r"Connection (error|refused|reset)|Server disconn
                                re.IGNORECASE)
 
 
-def _is_connection_failure(exc: BaseException) -> bool:
+def is_connection_failure(exc: BaseException) -> bool:
     """litellm reports a refused or reset connection as an ``InternalServerError`` for some
     providers; the cause chain (or, failing that, the message) tells it from a real 5xx."""
     import httpx
@@ -308,12 +309,12 @@ class ModelLayer:
             observer(purpose, request)
         use_cache = self.cache is not None and not spec.model.startswith(self.uncached_prefixes)
         key = ResponseCache.key(request) if use_cache else ""
-        if use_cache and not refresh and (hit := self.cache.get(key)) is not None:
-            reply = ChatReply(**hit)
+        hit = self.cache.get(key) if use_cache and not refresh else None
+        if hit is not None and not rejected(reply := ChatReply(**hit), request):
             meter.add(purpose, RoleUsage(calls=1, cached_calls=1))
             if kinds := malformed_kinds(reply):
                 meter.note_malformed(purpose, kinds)
-            return reply
+            return reply  # (a bad answer an older version cached is asked for again)
         started = time.perf_counter()
         token = CALL_CONTEXT.set({**context, "purpose": purpose})
         try:
@@ -345,7 +346,7 @@ class ModelLayer:
                 seconds=time.perf_counter() - started,
             ),
         )
-        if use_cache:
+        if use_cache and not rejected(reply, request):
             self.cache.put(key, reply.model_dump())
         return reply
 
@@ -385,7 +386,9 @@ class ModelLayer:
                 raise self.abort(f"{spec.model}: authentication failed{hint}: {_short(exc)}",
                                  credentials=True) from exc
             except (*_CONNECTION, *_RETRYABLE) as exc:
-                if _is_connection_failure(exc) and self.breaker.failure(endpoint, _short(exc)):
+                if not is_connection_failure(exc):
+                    self.breaker.answered(endpoint)  # a 429, a 5xx, a garbage body: it is there
+                elif self.breaker.failure(endpoint, _short(exc)):
                     raise self.abort(self.breaker.open_reason(endpoint) or endpoint) from exc
                 if attempt == self.retries:
                     raise ModelError(f"{spec.model}: gave up after {attempt + 1} tries: {_short(exc)}") from exc
@@ -399,6 +402,7 @@ class ModelLayer:
             except ProviderFault:
                 raise
             except Exception as exc:  # noqa: BLE001 - surface the provider's message, not a stack
+                self.breaker.answered(endpoint)  # e.g. an HTTP 400: an answer all the same
                 raise ModelError(f"{spec.model}: {_short(exc)}") from exc
 
     def _placeholder_key(self, spec: ModelSpec) -> bool:
@@ -487,6 +491,18 @@ def malformed_kinds(reply: ChatReply, finish_reason: str | None = None) -> list[
     return kinds
 
 
+def rejected(reply: ChatReply, request: dict[str, Any]) -> list[str]:
+    """Why ``reply`` must not be cached (or replayed from the cache): an unparsable tool call,
+    an empty message, or no JSON where the request asked for a JSON answer."""
+    kinds = [k for k in malformed_kinds(reply) if k in BAD_ANSWER]
+    if request.get("response_format") and "empty_reply" not in kinds:
+        try:
+            extract_json(reply.content)
+        except ValueError:
+            kinds.append("malformed_json")
+    return kinds
+
+
 def _reply(response: Any) -> ChatReply:
     message = response.choices[0].message
     tool_calls = []
@@ -535,3 +551,18 @@ def check_credentials(spec: ModelSpec) -> None:
             f"model {spec.model!r} needs {', '.join(missing)} in the environment "
             "(or pass --api-base for an OpenAI-compatible server)"
         )
+
+
+def check_provider(spec: ModelSpec) -> None:
+    """Fail at once, in one line, when litellm cannot route ``spec.model`` to a provider (an
+    unknown ``<provider>/`` prefix, or a bare name it does not know): the first call would
+    fail the same way, only after the environment had started."""
+    try:
+        litellm.get_llm_provider(model=spec.model, api_base=spec.api_base)
+    except Exception as exc:  # noqa: BLE001 - litellm raises its BadRequestError, or others
+        prefix, slash, _ = spec.model.partition("/")
+        what = f"unknown provider {prefix!r}" if slash else "no provider prefix litellm knows"
+        raise ModelConfigError(
+            f"model {spec.model!r}: {what}; give <provider>/<model> with one of litellm's "
+            f"{len(litellm.provider_list)} providers (e.g. openai/, anthropic/, gemini/, "
+            "hosted_vllm/, ollama/), or local/<path to a .gguf file>") from exc

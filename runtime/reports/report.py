@@ -31,7 +31,7 @@ from runtime.reports.stats import (  # noqa: E402
     pass_k,
 )
 from runtime.store import RunStore, write_text_atomic  # noqa: E402
-from runtime.reports.summary import frame  # noqa: E402
+from runtime.reports.summary import frame, mixed_settings  # noqa: E402
 from runtime.reports import explorer, leaks, provenance, verdicts  # noqa: E402
 
 ARMS = ("direct", "plan-first", "refine")
@@ -40,7 +40,12 @@ ARMS = ("direct", "plan-first", "refine")
 def rows(df: pd.DataFrame, published: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per environment × tested model × critique strategy (usually one strategy)."""
     out = []
-    for (env, model), cell in df.groupby(["env", "model"], sort=True):
+    mixed = "fingerprint" in df and df["fingerprint"].nunique() > 1
+    by = ["env", "model", "fingerprint"] if mixed else ["env", "model"]
+    for group, cell in df.groupby(by, sort=True):
+        env, model = group[0], group[1]
+        if mixed:  # never one mean over episodes made with different settings
+            model = f"{model} (settings {group[2]})"
         strategies = sorted(set(cell.loc[cell["mode"] == "refine", "strategy"])) or [""]
         for strategy in strategies:
             part = cell[(cell["mode"] != "refine") | (cell["strategy"] == strategy)]
@@ -85,7 +90,8 @@ def _delta_fields(part: pd.DataFrame) -> dict[str, Any]:
             arms[arm] = counted
             fields.update({f"{arm}_episodes": counted.episodes, f"{arm}_errors": counted.errors,
                            f"{arm}_error_rate": counted.rate,
-                           f"{arm}_infrastructure_errors": counted.infrastructure})
+                           f"{arm}_infrastructure_errors": counted.infrastructure,
+                           f"{arm}_error_causes": counted.causes_text()})
     fields["error_warnings"] = error_warnings(arms)
     lines = delta_lines(part[part["mode"] == "refine"], part[part["mode"] == "plan-first"])
     for line, prefix in zip(DELTA_LINES, ("delta", "delta0")):
@@ -154,14 +160,15 @@ def errors_markdown(table: list[dict[str, Any]]) -> list[str]:
     lines = ["", "## Errors and Δ with errors counted", "",
              "Δ on the tasks complete in both arms (the table above) and with errored episodes "
              "scored 0. Infrastructure: model endpoint, env server or container failures.", "",
-             "| env | tested model | critique | mode | episodes | errors | error rate | infrastructure |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| env | tested model | critique | mode | episodes | errors | error rate | infrastructure "
+             "| by cause |", "|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         for arm in ARMS:
             if r.get(f"{arm}_episodes"):
                 lines.append(f"| {r['env']} | {r['model']} | {_strategy_label(r['strategy'])} | {arm} | "
                              f"{r[f'{arm}_episodes']} | {r[f'{arm}_errors']} | "
-                             f"{r[f'{arm}_error_rate']:.1%} | {r[f'{arm}_infrastructure_errors']} |")
+                             f"{r[f'{arm}_error_rate']:.1%} | {r[f'{arm}_infrastructure_errors']} | "
+                             f"{r[f'{arm}_error_causes'] or '–'} |")
     lines += ["", "| env | tested model | critique | Δ complete [95% CI] | tasks | Δ errors as 0 [95% CI] "
               "| tasks |", "|---|---|---|---|---|---|---|"]
     for r in table:
@@ -224,9 +231,11 @@ def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
     return written
 
 
-def build(folder: Path, title: str | None = None) -> dict[str, Path]:
+def build(folder: Path, title: str | None = None, store: RunStore | None = None) -> dict[str, Path]:
+    """Write the report of ``folder``; ``store`` (the folder's, already open) lets the caller
+    read what the read skipped (``store.skipped_note()``)."""
     folder = Path(folder)
-    store = RunStore(folder)
+    store = store or RunStore(folder)
     records = store.records()
     if not records:
         raise ValueError(f"no records in {folder / 'records.jsonl'}")
@@ -237,6 +246,11 @@ def build(folder: Path, title: str | None = None) -> dict[str, Path]:
     df = frame(records)
     md = (markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
           + verdicts.markdown_section(df))
+    if "fingerprint" in df and df["fingerprint"].nunique() > 1:
+        counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
+        md += f"\n> **warning:** {mixed_settings(counts)}; each row above is one fingerprint.\n"
+    if note := store.skipped_note():
+        md += f"\n> **warning:** {note}; the report leaves them out.\n"
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
     write_text_atomic(paths["markdown"], md)
     flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in table]

@@ -5,7 +5,7 @@ difference the reports show comes with its uncertainty.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import comb
 
 import numpy as np
@@ -131,6 +131,12 @@ class ArmErrors:
     episodes: int
     errors: int
     infrastructure: int
+    causes: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    """Errors by cause (``runtime.failures.CAUSES``), most frequent first; older records
+    without a cause are counted as ``unrecorded``."""
+
+    def causes_text(self) -> str:
+        return ", ".join(f"{n} {cause}" for cause, n in self.causes)
 
     @property
     def rate(self) -> float:
@@ -140,14 +146,18 @@ class ArmErrors:
 def arm_errors(frame: pd.DataFrame) -> ArmErrors:
     errored = _status(frame) == "error"
     kinds = frame["error_kind"] if "error_kind" in frame else pd.Series(None, index=frame.index)
-    return ArmErrors(int(len(frame)), int(errored.sum()), int((errored & (kinds == "infrastructure")).sum()))
+    causes = frame["error_cause"] if "error_cause" in frame else pd.Series(None, index=frame.index)
+    counted = causes[errored].fillna("unrecorded").value_counts()
+    return ArmErrors(int(len(frame)), int(errored.sum()), int((errored & (kinds == "infrastructure")).sum()),
+                     tuple(sorted(((str(c), int(n)) for c, n in counted.items()), key=lambda x: (-x[1], x[0]))))
 
 
 def error_warnings(arms: dict[str, ArmErrors]) -> list[str]:
     """Why the arms' numbers may be biased by errors: an arm above ``ERROR_RATE_LIMIT``, or two
     arms whose error rates differ by more than ``ERROR_GAP_LIMIT``."""
     warnings = [f"{name}: {a.errors}/{a.episodes} episodes errored ({a.rate:.1%} > "
-                f"{ERROR_RATE_LIMIT:.0%}; {a.infrastructure} infrastructure)"
+                f"{ERROR_RATE_LIMIT:.0%}; {a.infrastructure} infrastructure; by cause: "
+                f"{a.causes_text()})"
                 for name, a in arms.items() if a.episodes and a.rate > ERROR_RATE_LIMIT]
     rated = {n: a.rate for n, a in arms.items() if a.episodes}
     if len(rated) > 1:

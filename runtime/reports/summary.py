@@ -3,8 +3,9 @@ n, errors (rate, and how many were infrastructure's), plan-judge correctness p0 
 firings, tokens and cost; the judge's and the critic's answers settled by the verdict rule
 (``judge_notes``, ``critic_notes``: a grade that contradicted its flags); warnings when errors could bias the comparison; and the leak figures
 (critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``); the
-provenance audit (unexplained values, episodes affected, rate: ``runtime.reports.provenance``); and
-episodes with malformed model output."""
+provenance audit (unexplained values, episodes affected, rate: ``runtime.reports.provenance``);
+episodes with malformed model output; and ``flagged``: scored episodes whose score rests on an
+answer that failed validation (``--retry-errors`` runs them again)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from runtime.reports.fit import Col, FitTable
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
-from runtime.records import MODES, EpisodeRecord
+from runtime.records import BAD_ANSWER, MODES, EpisodeRecord
 
 
 def arm(mode: str, strategy: str) -> str:
@@ -74,14 +75,17 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "env": r.key.env, "domain": r.key.domain, "task_id": r.key.task_id, "mode": r.key.mode,
             "strategy": r.key.strategy, "arm": arm(r.key.mode, r.key.strategy),
             "model": r.key.model, "trial": r.key.trial, "status": r.status, "score": r.score,
-            "error_kind": r.error.kind if r.error else None, "error_stage": r.error.stage if r.error else None,
+            "error_kind": r.error.kind if r.error else None,
+            "error_cause": r.error.cause if r.error else None, "error_stage": r.error.stage if r.error else None,
             "score_name": r.score_name, "turns": r.turns, "cost_usd": total.get("cost_usd", 0.0),
             "limited": bool(r.termination and r.termination.startswith("limit:")),
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
             **leak_columns(r),
             **provenance_columns(r),
+            "fingerprint": r.fingerprint or "unrecorded",
             "malformed": bool(r.flags),
+            "flagged": r.status == "ok" and bool(set(r.flags) & set(BAD_ANSWER)),
             **_verdict_columns(r),
         }
         rows.append(row)
@@ -122,23 +126,36 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 **leak_figures(part),
                 **provenance_figures(part),
                 "malformed_output": int(part["malformed"].sum()),
+                "flagged": int(part["flagged"].sum()),
             }
     for name, figures in beyond_plan_first(df).items():
         by_arm[name].update(figures)
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
     if not df.empty:
         result["error_warnings"] = error_warnings({name: arm_errors(df[df["arm"] == name]) for name in by_arm})
+    if not df.empty:
+        result["fingerprints"] = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
+        if len(result["fingerprints"]) > 1:
+            result["settings_warning"] = mixed_settings(result["fingerprints"])
     by_cat = categories.by_category(records, group=lambda r: arm(r.key.mode, r.key.strategy))
     if by_cat:  # ToolSandbox: per-category similarity and turns, aggregated as ToolSandbox does
         result["by_category"] = by_cat
     return result
 
 
+def mixed_settings(counts: dict[str, int]) -> str:
+    """The warning for a folder whose records were made with more than one set of settings."""
+    listed = ", ".join(f"{fp}: {n}" for fp, n in counts.items())
+    return (f"records made with {len(counts)} different settings (fingerprint: records — {listed}); "
+            "run.json lists each fingerprint's settings; compare arms within one fingerprint")
+
+
 def _error_fields(part: pd.DataFrame) -> dict[str, Any]:
     """An arm's errors: the rate over its episodes, and how many were infrastructure failures
     (model endpoint, env server, container) rather than the agent's."""
     errors = arm_errors(part)
-    return {"error_rate": errors.rate, "infrastructure_errors": errors.infrastructure}
+    return {"error_rate": errors.rate, "infrastructure_errors": errors.infrastructure,
+            "error_causes": dict(errors.causes)}
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -172,8 +189,15 @@ def summary_table(summary: dict[str, Any], title: str) -> FitTable:
 
 def print_summary(summary: dict[str, Any], console: Console, title: str) -> None:
     console.print(summary_table(summary, title))
-    for warning in summary.get("error_warnings", []):
+    warnings = summary.get("error_warnings", []) + ([summary["settings_warning"]]
+                                                    if summary.get("settings_warning") else [])
+    for warning in warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}")
+    for name, row in summary["by_arm"].items():
+        if row.get("flagged"):
+            console.print(f"[yellow]warning:[/] {escape(name)}: {row['flagged']} scored episode(s) "
+                          "rest on an answer that failed validation (unparsable tool call, empty "
+                          "message); --retry-errors runs them again")
     if (leaks := leak_table(summary["by_arm"], title)) is not None:
         console.print(leaks)
     if (provenance := provenance_table(summary["by_arm"], title)) is not None:
