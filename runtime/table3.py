@@ -11,22 +11,21 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from rich.console import Console
-from rich.table import Table
 
 from runtime import config as cfg
 from runtime.args import command_parser
-from runtime.build import build_run
-from runtime.llm.roles import PURPOSES, ROLES, resolve
-from runtime.logs import quiet_loguru
 from runtime.cli import error_rate_exit, execute, finished_records, guarded
 from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
+from runtime.llm.roles import PURPOSES, ROLES, resolve
+from runtime.logs import quiet_loguru
 from runtime.store import write_json_atomic
+
+if TYPE_CHECKING:  # rich, and what runs episodes, are imported once the arguments are read
+    from rich.console import Console
 
 
 class EnvironmentCell(BaseModel):
@@ -202,6 +201,8 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
 
 
 def dry_run(config: Table3Config, sample, console: Console) -> None:
+    from rich.table import Table
+
     est = estimate(config, sample)
     table = Table(title=f"{config.name}: {config.trials} trial(s) × modes {', '.join(config.modes)}")
     for col in ("env", "tested model", "tasks", "episodes", "model calls (est.)", "cost USD (est.)"):
@@ -223,16 +224,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="run folder (overrides the config's out)")
     parser.add_argument("--dry-run", action="store_true", help="print the matrix and cost; call no model")
     args = parser.parse_args(argv)
+    from rich.console import Console
+
     console = Console()
     quiet_loguru()
 
     def body() -> int:
-        from runtime.build import open_folder
-        from runtime.store import RunStore
-
         config = load_config(args.config)
         if args.out:
             config = config.model_copy(update={"out": args.out})
+        from runtime.build import build_run, open_folder
+        from runtime.store import RunStore
+
         check_cells(config, args.config, args.dry_run, console.print)
         if args.dry_run:
             dry_run(config, _sample_preview(config), console)
@@ -278,4 +281,6 @@ def _sample_preview(config: Table3Config) -> dict[str, dict[str, list[str]]]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from runtime.process_end import end
+
+    end(main())  # without the interpreter's seconds-long teardown
