@@ -84,6 +84,14 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one process, read from its own ``wait4``."""
+    wall, rss, _ = timed_cpu(cmd, env)
+    return wall, rss
+
+
+def timed_cpu(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds (user + system, the process and the children
+    it waited for) of one process, read from its own ``wait4``. On a loaded machine the CPU
+    figure moves much less than the wall time."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(env), stdin=subprocess.DEVNULL,
@@ -95,11 +103,11 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, flo
             err.seek(0)
             tail = err.read().decode(errors="replace")[-3000:]
             raise RuntimeError(f"{' '.join(cmd[:6])} … exited {proc.returncode}:\n{tail}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
-def run_tau2(stub: Stub, domain: str, ids: list[str], concurrency: int) -> float:
-    """``tau2 run`` with τ²'s own LLM agent and user simulator, both on the stub."""
+def run_tau2(stub: Stub, domain: str, ids: list[str], concurrency: int) -> tuple[float, float]:
+    """``tau2 run`` with τ²'s own LLM agent and user simulator, both on the stub: wall and CPU s."""
     from tau2.utils import DATA_DIR
 
     args = json.dumps({"api_base": stub.base, "temperature": 0.0})
@@ -109,13 +117,13 @@ def run_tau2(stub: Stub, domain: str, ids: list[str], concurrency: int) -> float
            "--agent-llm-args", args, "--user-llm-args", args, "--task-ids", *ids,
            "--max-concurrency", str(concurrency), "--save-to", name, "--log-level", "ERROR"]
     try:
-        wall, _ = timed(cmd)
+        wall, _, cpu = timed_cpu(cmd)
         saved = DATA_DIR / "simulations" / f"{name}.json"
         sims = json.loads(saved.read_text())["simulations"] if saved.exists() else []
         rewards = [s["reward_info"]["reward"] for s in sims]
         if len(rewards) != len(ids) or any(r != 1.0 for r in rewards):
             raise RuntimeError(f"tau2 run scored {rewards} on {domain} {ids}: the stub replay must score 1.0")
-        return wall
+        return wall, cpu
     finally:
         for path in (DATA_DIR / "simulations").glob(f"{name}*"):
             if path.is_file():
@@ -144,11 +152,12 @@ def check_scored(out: Path, expected: int) -> list[dict]:
 
 
 def run_runtime(stub: Stub, domain: str, ids: list[str], concurrency: int, trials: int = 1,
-                env: dict[str, str] | None = None) -> tuple[float, float]:
+                env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of one ``runtime.validate`` run."""
     with tempfile.TemporaryDirectory() as out:
-        wall, rss = timed(runtime_cmd(stub, domain, ids, concurrency, Path(out), trials), env)
+        wall, rss, cpu = timed_cpu(runtime_cmd(stub, domain, ids, concurrency, Path(out), trials), env)
         check_scored(Path(out), len(ids) * trials)
-    return wall, rss
+    return wall, rss, cpu
 
 
 # ---- the measurements ----------------------------------------------------------------------------
@@ -156,19 +165,20 @@ def run_runtime(stub: Stub, domain: str, ids: list[str], concurrency: int, trial
 def anchor(args) -> str:
     """Episodes per second of ``tau2 run`` and of ``runtime.validate --mode direct``."""
     lines = ["| domain | latency | episodes | concurrency | `tau2 run` (s) | runtime (s) | runtime, DB cache off (s) "
-             "| `tau2 run` ep/s | runtime ep/s | runtime ÷ `tau2 run` |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| `tau2 run` ep/s | runtime ep/s | runtime ÷ `tau2 run` | CPU s: `tau2 run` / runtime | CPU ratio |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     c = args.concurrency[0]
     for latency in args.latency:
         with Stub(latency) as stub:
             for domain in ("airline", "retail"):
                 ids = task_ids(domain, args.tasks)
-                t_tau2 = run_tau2(stub, domain, ids, c)
-                t_rt, _ = run_runtime(stub, domain, ids, c)
-                t_off, _ = run_runtime(stub, domain, ids, c, env={"EVR_TAU2_DB_CACHE": "0"})
+                t_tau2, cpu_tau2 = run_tau2(stub, domain, ids, c)
+                t_rt, _, cpu_rt = run_runtime(stub, domain, ids, c)
+                t_off, _, _ = run_runtime(stub, domain, ids, c, env={"EVR_TAU2_DB_CACHE": "0"})
                 n = len(ids)
                 lines.append(f"| {domain} | {latency * 1000:.0f} ms | {n} | {c} | {t_tau2:.1f} | {t_rt:.1f} | "
-                             f"{t_off:.1f} | {n / t_tau2:.2f} | {n / t_rt:.2f} | **{t_tau2 / t_rt:.2f}×** |")
+                             f"{t_off:.1f} | {n / t_tau2:.2f} | {n / t_rt:.2f} | **{t_tau2 / t_rt:.2f}×** | "
+                             f"{cpu_tau2:.1f} / {cpu_rt:.1f} | {cpu_tau2 / cpu_rt:.2f}× |")
                 print(lines[-1], file=sys.stderr, flush=True)
     return "\n".join(lines)
 
@@ -332,10 +342,11 @@ def main() -> int:
         sub.concurrency = args.concurrency or concurrency
         if name == "overhead":
             sub.tasks = min(args.tasks, 20)
-        start = time.perf_counter()
+        start, load = time.perf_counter(), os.getloadavg()[0]
         body = fn(sub)
         took = time.perf_counter() - start
-        block = (f"### {title}\n\nMachine: {machine()}. Command: `python bench/runtime_vs_tau2.py "
+        block = (f"### {title}\n\nMachine: {machine()}; load average {load:.1f} at the start, "
+                 f"{os.getloadavg()[0]:.1f} at the end. Command: `python bench/runtime_vs_tau2.py "
                  f"{name}{_flags(sub, name)}` ({took:.0f} s to measure).\n\n{body}")
         print(block + "\n", flush=True)
         if args.write:

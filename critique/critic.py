@@ -18,13 +18,15 @@ auditor found, what was done and what the auditor still found (residual).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, ValidationError
 
 from critique.auditor import LeakAuditor
-from critique.leak_guard import GuardOutcome, LeakGuard
+from critique.critic_settings import CriticSettings
+from critique.guard_outcome import GuardOutcome
 from critique.reference import reference_plan, tools_text
+from envs.base import Supervision, TaskView
+from evrcore.chat import ChatModel, extract_json
 from evrcore.critique import (
     CRITIQUE_JSON_SCHEMA,
     FREE_CRITIQUE_JSON_SCHEMA,
@@ -33,8 +35,6 @@ from evrcore.critique import (
     Critique,
     FreeCritique,
 )
-from envs.base import Supervision, TaskView
-from evrcore.chat import ChatModel, extract_json
 from evrcore.plan import Plan
 from evrcore.prompts import render
 from evrcore.taxonomy import definitions_text
@@ -52,14 +52,6 @@ class CriticResult(BaseModel):
     raw_answers: list[str] = Field(default_factory=list)
     note: str | None = Field(default=None, description="What the verdict rule settled in the "
                              "critic's last answer (grade against flags), when anything was.")
-
-
-@dataclass(frozen=True)
-class CriticSettings:
-    sees_supervision: bool = True
-    taxonomy: bool = True
-    guarded: bool = True
-    may_reveal: bool = False
 
 
 ANTI_LEAK = CriticSettings()
@@ -80,7 +72,11 @@ class Critic:
         s = self.settings
         if s.sees_supervision and supervision is None:
             raise ValueError("this critic needs the supervision")
-        guard = LeakGuard(view, supervision, plan) if s.guarded else None
+        guard = None
+        if s.guarded:  # the guard's word lists load with the first guarded critique
+            from critique.leak_guard import LeakGuard
+
+            guard = LeakGuard(view, supervision, plan)
         schema = CRITIQUE_JSON_SCHEMA if s.taxonomy else FREE_CRITIQUE_JSON_SCHEMA
         messages = [{"role": "user", "content": self._prompt(view, supervision, plan)}]
         outcome = GuardOutcome(audited=self.auditor is not None)

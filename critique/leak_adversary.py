@@ -12,7 +12,6 @@ of values the tested model has already seen).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import math
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from critique.adversary import clean, leaky, prose
 from critique.adversary.tasks import DOMAINS, load, task_ids
+from evrcore.args import command_parser
 
 OUT = Path(__file__).parent / "data" / "leak_adversary.jsonl"
 PER_CLASS = 96      # leaky cases per class and domain, spread over the class's kinds
@@ -101,7 +101,7 @@ def write(cases: list[dict], path: Path = OUT) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("python -m critique.leak_adversary", __doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)

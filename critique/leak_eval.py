@@ -28,14 +28,18 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from critique.auditor import LeakAuditor
 from critique.leak_corpus import CORPUS, task_of
-from critique.leak_guard import LeakGuard
+from evrcore.args import command_parser
 from evrcore.plan import Plan
+
+if TYPE_CHECKING:  # the guard and its word lists are imported when a measurement starts
+    from critique.auditor import LeakAuditor
+    from critique.leak_guard import LeakGuard
 
 ADVERSARY = Path(__file__).parent / "data" / "leak_adversary.jsonl"
 HOLDOUT = Path(__file__).parent / "data" / "leak_holdout.jsonl"
@@ -120,6 +124,8 @@ class Measurement:
 
 def measure(cases: list[dict[str, Any]], auditor: LeakAuditor | None = None,
             loader: Callable | None = None, fragments: bool = True) -> Measurement:
+    from critique.leak_guard import LeakGuard
+
     result = Measurement(with_auditor=auditor is not None)
     for case in cases:
         view, supervision = task_of(case, loader)
@@ -214,7 +220,7 @@ def render(m: Measurement) -> str:
 
 
 def parser(prog: str = "python -m critique.leak_eval") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    p = command_parser(prog, __doc__.split("\n")[0])
     p.add_argument("--corpus", choices=["all", *CORPORA], default="all")
     p.add_argument("--sample", type=int, help="a seeded sample of this many cases (default: all)")
     p.add_argument("--seed", type=int, default=0)

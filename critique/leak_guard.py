@@ -28,39 +28,17 @@ import json
 import re
 from collections import Counter, defaultdict
 from functools import lru_cache
-from typing import Literal
 
-from pydantic import BaseModel, Field
 from wordfreq import zipf_frequency
 
 from critique import leak_forms as forms
 from critique import values as vs
+from critique.guard_outcome import GuardOutcome, LeakFinding  # noqa: F401 - GuardOutcome re-exported
 from critique.number_words import any_word_value
 from envs.base import Supervision, TaskView, scalar_values
 from evrcore.plan import Plan
 
 REDACTED = "[redacted]"
-
-
-class LeakFinding(BaseModel):
-    kind: Literal["value", "unseen", "partial", "sequence", "hidden", "name", "auditor"]
-    text: str = Field(description="The supervision value, the value as read, the leaked call "
-                      "sequence, or what the auditor named.")
-    written: str = Field(default="", description="How the rationale wrote it.")
-
-
-class GuardOutcome(BaseModel):
-    """What the guard did to one critique; stored in every guarded Refine record."""
-
-    fired: bool = False
-    action: Literal["passed", "retried", "redacted"] = "passed"
-    findings: list[LeakFinding] = Field(default_factory=list, description="Rules and auditor together.")
-    rule_findings: list[LeakFinding] = Field(default_factory=list)
-    auditor_findings: list[LeakFinding] = Field(default_factory=list)
-    residual: list[LeakFinding] = Field(
-        default_factory=list, description="What the auditor still found in the redacted rationale.")
-    audited: bool = Field(default=False, description="Whether a leak auditor read the rationale.")
-    removed: list[str] = Field(default_factory=list, description="Spans cut by redaction.")
 
 
 _STOP = set("""a about above after again all also an and any are as at be because been before

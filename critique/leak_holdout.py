@@ -18,6 +18,7 @@ from pathlib import Path
 
 from critique.holdout import clean, leaky
 from critique.holdout.facts import all_facts
+from evrcore.args import command_parser
 
 OUT = Path(__file__).parent / "data" / "leak_holdout.jsonl"
 PER_CLASS = {"airline": 20, "retail": 22, "telecom": 20}  # leaky cases per class and domain
@@ -86,7 +87,8 @@ def build(seed: int = 0, facts=None) -> list[dict]:
     return cases
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    command_parser("python -m critique.leak_holdout", __doc__.split("\n")[0]).parse_args(argv)
     cases = build(0)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with OUT.open("w", encoding="utf-8") as fh:

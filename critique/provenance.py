@@ -21,9 +21,11 @@ Pure: ``audit(view, supervision, messages)`` reads nothing else.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Any, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, Field
@@ -48,6 +50,8 @@ _ID = re.compile(r"[#]?[A-Za-z0-9](?:[A-Za-z0-9_#]|[-.:/](?=[A-Za-z0-9]))*")
 _SEPARATORS = re.compile(r"[\s\-_#.:/]+")
 _CURRENCY = re.compile(r"^(?:[$€£]|usd|eur|gbp)\s*|\s*(?:usd|eur|gbp|dollars?)$", re.I)
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_ASCII_DIGIT_OR_UNDERSCORE = re.compile(r"[0-9_]")
 
 COMMON_WORDS = frozenset(
     "yes no true false none null ok okay all any the and for not one two three four five six seven "
@@ -82,8 +86,14 @@ class ProvenanceAudit(BaseModel):
 # ---- canonical keys ------------------------------------------------------------------------------
 
 def _fold(text: str) -> str:
+    if text.isascii():  # NFKC leaves ASCII as it is, and no ASCII character is a format one
+        return text
     text = unicodedata.normalize("NFKC", text)
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return _NON_ASCII.sub(_drop_format_character, text)
+
+
+def _drop_format_character(match: re.Match) -> str:
+    return "" if unicodedata.category(match.group(0)) == "Cf" else match.group(0)
 
 
 def _number(text: str) -> float | None:
@@ -150,26 +160,51 @@ def text_values(text: str) -> list[tuple[str, set[Key]]]:
     """Every value-like token of a text (dates, numbers, IDs and codes) with its keys, in order."""
     text = _fold(text)
     found: list[tuple[int, str, set[Key]]] = []
-    taken: list[tuple[int, int]] = []
+    dates = _Spans()
     for match, key in _dates(text):
         found.append((match.start(), match.group(0), {key}))
-        taken.append(match.span())
+        dates.add(match.span())
+    dates.close()
+    numbers = _Spans()
     for match in _NUMBER.finditer(text):
-        if not _inside(match.span(), taken) and (keys := scalar_keys(match.group(0))):
+        # Number matches never overlap one another, so only the dates can hold one.
+        if not dates.holds(match.span()) and (keys := scalar_keys(match.group(0))):
             found.append((match.start(), match.group(0), keys))
-            taken.append(match.span())
+            numbers.add(match.span())
+    numbers.close()
     for match in _ID.finditer(text):
-        token = match.group(0)
-        if _inside(match.span(), taken) or _number(token) is not None:
+        token = match.group(0)  # ASCII by the pattern: a digit here is 0-9
+        if not _ASCII_DIGIT_OR_UNDERSCORE.search(token):
+            continue  # a word: neither a value of its own nor inside one
+        if dates.holds(match.span()) or numbers.holds(match.span()) or _number(token) is not None:
             continue  # a date or a number: its own keys above
-        if any(ch.isdigit() for ch in token) or "_" in token:
-            if (key := _id_key(token)) is not None:
-                found.append((match.start(), token, {key}))
+        if (key := _id_key(token)) is not None:
+            found.append((match.start(), token, {key}))
     return [(span, keys) for _, span, keys in sorted(found, key=lambda f: f[0])]
 
 
-def _inside(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
-    return any(a <= span[0] and span[1] <= b for a, b in taken)
+class _Spans:
+    """Spans of a text, asked whether one of them holds a given span (start at or before its
+    start, end at or after its end) in logarithmic time: a long tool result holds thousands."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int]] = []
+
+    def add(self, span: tuple[int, int]) -> None:
+        self.spans.append(span)
+
+    def close(self) -> None:
+        self.spans.sort()
+        self.starts = [a for a, _ in self.spans]
+        self.reach = []  # the furthest end among the spans starting at or before each start
+        furthest = -1
+        for _, b in self.spans:
+            furthest = max(furthest, b)
+            self.reach.append(furthest)
+
+    def holds(self, span: tuple[int, int]) -> bool:
+        i = bisect.bisect_right(self.starts, span[0])
+        return i > 0 and self.reach[i - 1] >= span[1]
 
 
 def text_keys(text: str) -> set[Key]:
@@ -218,6 +253,25 @@ class Observed:
         self.keys: set[Key] = set()
         self.texts: list[str] = []
 
+    @classmethod
+    def of_view(cls, view: TaskView) -> "Observed":
+        """What the view shows, exactly as ``add(view.text())`` records it. The part every task
+        of a domain shares (instructions, policy, tool schemas: most of the text) is read once
+        a process; only the opening request is read per episode. That split is exact because
+        the shared part ends with the tool schemas' closing ``]``, which no value or word
+        crosses; any other view is read whole."""
+        text, request = view.text(), view.opening_request or ""
+        head = text[: len(text) - len(request) - 1]
+        seen = cls()
+        if not (head.endswith("]") and f"{head}\n{request}" == text):
+            seen.add(text)
+            return seen
+        keys, words = _read_once(head)
+        seen.keys = set(keys)
+        seen.keys |= text_keys(request)
+        seen.texts.append(" " + " ".join([*words, *_WORD.findall(_fold(request).lower())]) + " ")
+        return seen
+
     def add(self, text: str) -> None:
         if text:
             self.keys |= text_keys(text)
@@ -232,6 +286,12 @@ class Observed:
             needle = f" {key[1]} "
             return any(needle in t for t in self.texts)
         return False
+
+
+@lru_cache(maxsize=64)
+def _read_once(text: str) -> tuple[frozenset[Key], tuple[str, ...]]:
+    """The keys and words of a view's shared part (see ``Observed.of_view``)."""
+    return frozenset(text_keys(text)), tuple(_WORD.findall(_fold(text).lower()))
 
 
 def _groups(value: Any, hidden_texts: Iterable[Key] = ()) -> list[tuple[str, set[Key]]]:
@@ -256,8 +316,7 @@ def supervision_only(view: TaskView, supervision: Supervision) -> set[Key]:
             groups.append(scalar_keys(value))
     for text in [*supervision.expected_outcomes, supervision.hidden_user_instructions]:
         groups += [keys for _, keys in text_values(text)]
-    public = Observed()
-    public.add(view.text())
+    public = Observed.of_view(view)
     hidden: set[Key] = set()
     for keys in groups:
         keys = {k for k in keys if not is_trivial(k)}
@@ -301,8 +360,7 @@ def audit(view: TaskView, supervision: Supervision, messages: list[ChatMessage])
     """The provenance audit of one episode's conversation (see the module's docstring)."""
     hidden = supervision_only(view, supervision)
     hidden_texts = sorted(k for k in hidden if k[0] == "text")
-    seen = Observed()
-    seen.add(view.text())
+    seen = Observed.of_view(view)
     user_calls: set[str] = set()
     unexplained: list[UnexplainedValue] = []
     checked = 0

@@ -16,10 +16,13 @@ compare the critique and nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from critique.critic import Critic, CriticSettings
+from critique.critic_settings import CriticSettings
 from evrcore.critique import Reviewer
+
+if TYPE_CHECKING:  # the critic (and its leak guard) is imported when a strategy makes one
+    from critique.critic import Critic
 
 DEFAULT_STRATEGY = "anti-leak"
 
@@ -46,7 +49,11 @@ class Strategy:
     def critic(self, model, auditor=None) -> Critic | None:
         """The strategy's critic; ``auditor`` (a ``LeakAuditor``) is used only where the
         rationale is guarded."""
-        return None if self.settings is None else Critic(model, self.settings, auditor=auditor)
+        if self.settings is None:
+            return None
+        from critique.critic import Critic
+
+        return Critic(model, self.settings, auditor=auditor)
 
 
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in [

@@ -12,19 +12,14 @@ correctness and grade p0 → p1, E1–E6 rates p0 → p1, guard firings, tokens 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Sequence
-
-from rich.console import Console
-from rich.markup import escape
 
 from critique.strategies import STRATEGIES
 from runtime import validate
-from runtime.build import build_run
-from runtime.cli import error_rate_exit, execute, guarded, write_report, write_summary
+from runtime.cli import guarded
 from runtime.config import UsageError
-from runtime.reports.ablation import ablation_table, write_table
-from runtime.reports.summary import frame
+
+# What runs episodes and writes the table is imported in ``main`` once the arguments are read.
 
 
 def parser():
@@ -38,7 +33,6 @@ def parser():
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    console = Console()
     args = parser().parse_args(argv)
 
     def body() -> int:
@@ -49,6 +43,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"comma-separated names ({', '.join(STRATEGIES)}) or all")
         options = {k: v for k, v in vars(args).items() if k != "strategies"}
         config = validate.load_config(argparse.Namespace(**{**options, "mode": "refine"}))
+        from rich.console import Console
+        from rich.markup import escape
+
+        from runtime.build import build_run
+        from runtime.cli import error_rate_exit, execute, write_report, write_summary
+        from runtime.reports.ablation import ablation_table, write_table
+        from runtime.reports.summary import frame
+
+        console = Console()
         run = build_run(config, console.print, modes=["plan-first", "refine"],
                         strategies=["all"] if strategies == ["all"] else strategies,
                         run_id_prefix="ablate-")
@@ -77,4 +80,6 @@ def refuse_fixed_options(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from runtime.process_end import end
+
+    end(main())  # without the interpreter's seconds-long teardown

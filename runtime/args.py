@@ -1,4 +1,5 @@
-"""The one parser builder every command uses: argparse whose errors are one line.
+"""The one parser builder every runtime command uses: errors in one line (exit 2) and
+``--version`` (``evrcore.args``), with secrets scrubbed from the error line.
 
 argparse prints its whole usage block before an error; the README promises one line and exit 2
 for every bad input, the same as a bad value caught after parsing.
@@ -6,20 +7,19 @@ for every bad input, the same as a bad value caught after parsing.
 
 from __future__ import annotations
 
-import argparse
-import sys
-from typing import NoReturn
+from evrcore.args import OneLineParser
 
 
-class CommandParser(argparse.ArgumentParser):
+def _scrub(text: str) -> str:
+    from runtime.scrub import scrub
+
+    return scrub(text)
+
+
+class CommandParser(OneLineParser):
     """``error: <command>: <what is wrong, and what is accepted>`` on stderr, exit 2."""
 
-    def error(self, message: str) -> NoReturn:
-        from runtime.scrub import scrub
-
-        print(f"error: {self.prog}: {scrub(' '.join(message.split()))} (see {self.prog} --help)",
-              file=sys.stderr)
-        raise SystemExit(2)
+    clean = staticmethod(_scrub)
 
 
 def command_parser(prog: str, description: str | None = None) -> CommandParser:

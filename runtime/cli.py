@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import itertools
 import sys
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envs.base import EnvError
-from runtime import backends
-from runtime.batch import BUDGET_SPENT, BudgetSpent, RunStopped, pending
-from runtime.batch.budget import cost_of
-from runtime.build import Run
 from runtime.config import UsageError
-from runtime.llm.roles import PURPOSES
-from runtime.records import EpisodeRecord
 from runtime.scrub import protect_console, scrub
+
+if TYPE_CHECKING:  # the parts that run episodes are imported when a run starts, not to parse
+    from rich.console import Console
+
+    from runtime.build import Run
+    from runtime.records import EpisodeRecord
 
 TOO_MANY_ERRORS = 3
 
@@ -61,6 +59,8 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) ->
     On Ctrl-C the environments are closed at once, so in-flight episodes stop instead of
     finishing in containers nobody waits for; what finished is already on disk.
     """
+    from runtime.batch import BUDGET_SPENT, BudgetSpent, RunStopped
+
     try:
         for run in runs:
             run_with_progress(run, console)
@@ -92,6 +92,13 @@ def close_environments(runs: Sequence[Run]) -> None:
 
 
 def run_with_progress(run: Run, console: Console) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from runtime import backends
+    from runtime.batch import pending
+    from runtime.batch.budget import cost_of
+    from runtime.llm.roles import PURPOSES
+
     store, keys = run.store, run.keys
     todo, _ = pending(run.spec, store, run.config.retry_errors)
     if note := store.skipped_note():

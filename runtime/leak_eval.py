@@ -10,12 +10,16 @@ through the runtime's model layer (retries, accounting, keys from the environmen
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from critique.auditor import LeakAuditor
 from critique.leak_eval import parser, run
+
+if TYPE_CHECKING:  # the auditor and the model layer are imported once the arguments are read
+    from critique.auditor import LeakAuditor
 
 
 def make_auditor(model: str) -> LeakAuditor:
+    from critique.auditor import LeakAuditor
     from runtime.episode.services import register_providers
     from runtime.llm.layer import Meter, ModelLayer, ModelSpec, check_credentials
 

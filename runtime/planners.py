@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from planners.registry import GROUP, available
+from runtime.args import command_parser
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    command_parser("python -m runtime.planners", "List the planners the runtime can load, "
+                   "built-in and installed.").parse_args(argv)
     print(f"planners (built-in and entry points in group {GROUP!r}):")
     for name, target in available().items():
         print(f"  {name:20s} {target}")

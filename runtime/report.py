@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 from runtime.args import command_parser
-from runtime.reports import apb_export
-from runtime.reports.report import build
 from runtime.scrub import protect_console
 from runtime.store import RECORDS
+
+# The report's builders (pandas, plots, the explorer) are imported once the arguments are checked.
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --apb-out {args.apb_out}: {problem}; give a file path in a writable folder "
               "(nothing was written)", file=sys.stderr)
         return 2
+    from runtime.reports import apb_export
+    from runtime.reports.report import build
+
     try:
         from runtime.store import RunStore
 
@@ -85,4 +88,6 @@ def unwritable(path: Path) -> str | None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from runtime.process_end import end
+
+    end(main())  # without the interpreter's seconds-long teardown

@@ -13,21 +13,21 @@ import json
 import random
 import sys
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from rich.console import Console
 from rich.markup import escape
 
 from runtime import config as cfg
 from runtime.args import add_budget_options, command_parser
-from runtime.build import build_run
-from runtime.llm.roles import PURPOSES, ROLES, resolve
-from runtime.logs import quiet_loguru
 from runtime.cli import error_rate_exit, execute, finished_records, guarded, report_line
 from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
-from runtime.reports.fit import Col, FitTable
+from runtime.llm.roles import PURPOSES, ROLES, resolve
+from runtime.logs import quiet_loguru
 from runtime.store import write_json_atomic
+
+if TYPE_CHECKING:  # rich, and what runs episodes, are imported once the arguments are read
+    from rich.console import Console
 
 
 class EnvironmentCell(BaseModel):
@@ -202,19 +202,19 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
             "unpriced_roles": {role: sorted(models) for role, models in unpriced_roles.items()}}
 
 
-DRY_RUN_COLUMNS = [Col("env", left=True), Col("tested model", "model", left=True), Col("tasks"),
-                   Col("episodes", "ep."), Col("model calls (est.)", "calls"),
-                   Col("cost USD (est.)", "USD")]
-
-
 def dry_run(config: Table3Config, sample, console: Console) -> int:
     """Print the matrix and its estimate against the budget; 2 when ``max_cost`` is set while a
     role has no price (the real run would refuse it), else 0."""
+    from runtime.reports.fit import Col, FitTable
+
+    columns = [Col("env", left=True), Col("tested model", "model", left=True), Col("tasks"),
+               Col("episodes", "ep."), Col("model calls (est.)", "calls"),
+               Col("cost USD (est.)", "USD")]
     est = estimate(config, sample)
     rows = [[r["env"], r["model"], str(r["tasks"]), str(r["episodes"]), str(r["model_calls"]),
              f"{r['cost_usd']:.2f}"] for r in est["rows"]]
     console.print(FitTable(f"{config.name}: {config.trials} trial(s) × modes "
-                           f"{', '.join(config.modes)}", DRY_RUN_COLUMNS, rows, labels=2))
+                           f"{', '.join(config.modes)}", columns, rows, labels=2))
     console.print(escape(f"total: {est['episodes']} episodes, ~{est['model_calls']} model calls, "
                          f"~${est['cost_usd']:.2f} (litellm's prices and yours; per-call token "
                          "sizes are rough averages, so treat this as an order of magnitude)"))
@@ -244,14 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the matrix and cost; call no model")
     add_budget_options(parser)
     args = parser.parse_args(argv)
+    from rich.console import Console
+
     console = Console()
     quiet_loguru()
 
     def body() -> int:
-        from runtime.build import open_folder
+        config = with_options(load_config(args.config), args)
+        from runtime.build import build_run, open_folder
         from runtime.store import RunStore
 
-        config = with_options(load_config(args.config), args)
         check_cells(config, args.config, args.dry_run, console.print)
         if args.dry_run:
             return dry_run(config, _sample_preview(config), console)
@@ -315,4 +317,6 @@ def _sample_preview(config: Table3Config) -> dict[str, dict[str, list[str]]]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from runtime.process_end import end
+
+    end(main())  # without the interpreter's seconds-long teardown

@@ -10,19 +10,18 @@ same command on the same run folder resumes. Bad input exits with 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Sequence
-
-from rich.console import Console
 
 from envs.registry import SANDBOXES, names
 from runtime import config as cfg
 from runtime.args import add_budget_options, command_parser
-from runtime.build import build_run
-from runtime.cli import error_rate_exit, execute, guarded, write_report, write_summary
+from runtime.cli import guarded
 from runtime.config import RunConfig
 from runtime.records import MODES
+
+# What runs episodes (litellm, LangGraph, τ², rich's progress) is imported in ``main`` once the
+# arguments are read, so --help, --version and a bad option answer at once.
 
 
 def parser() -> argparse.ArgumentParser:
@@ -104,11 +103,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    console = Console(stderr=False)
     args = parser().parse_args(argv)
 
     def body() -> int:
-        run = build_run(load_config(args), console.print)
+        config = load_config(args)
+        from rich.console import Console
+
+        from runtime.build import build_run
+        from runtime.cli import error_rate_exit, execute, write_report, write_summary
+
+        console = Console(stderr=False)
+        run = build_run(config, console.print)
 
         def finish() -> int:
             records = write_summary(run, console)
@@ -128,4 +133,6 @@ def load_config(args: argparse.Namespace) -> RunConfig:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from runtime.process_end import end
+
+    end(main())  # without the interpreter's seconds-long teardown

@@ -34,9 +34,28 @@ class _OneLineParser(argparse.ArgumentParser):
     """Errors in one line and exit 2, like the runtime's commands (``runtime.args``, which this
     package may not import)."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--version", action=_Version, nargs=0, default=argparse.SUPPRESS,
+                          help="print the version and exit")
+
     def error(self, message: str):
         print(f"error: {self.prog}: {' '.join(message.split())} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
+
+
+class _Version(argparse.Action):
+    """The installed version, looked up only when asked (as ``evrcore.args`` does)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib import metadata
+
+        try:
+            found = metadata.version("exec-validation-runtime")
+        except metadata.PackageNotFoundError:
+            found = "unknown (not installed; pip install -e . names it)"
+        print(f"{parser.prog} {found}")
+        parser.exit()
 
 
 def parser(prog: str = "python -m envs.docker") -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 from typing import Any, Callable, Optional
 
 from pydantic import BaseModel
@@ -45,10 +46,29 @@ class CopyOnRead(dict):
     entries are the unchanged originals, so the dump equals that of a private copy.
     """
 
-    def __init__(self, shared: dict, shared_json: Optional[dict] = None) -> None:
+    def __init__(self, shared: dict, shared_json: Optional[dict] = None,
+                 layout: Optional["_Layout"] = None) -> None:
         super().__init__(shared)
         self._owned: set = set()
         self._shared_json = {} if shared_json is None else shared_json
+        self._layout = layout
+
+    def write_entries(self, digest: Any) -> None:
+        """Feed the table's entries to ``digest`` as τ²'s DB hash serialises them, in key order.
+        While the keys are the shared table's, the untouched entries go in as slices of one
+        buffer made once a process, and only the entries this clone owns are serialised."""
+        layout = self._layout
+        if layout is not None and dict.keys(self) == layout.keyset:
+            buffer, pos = layout.buffer(self._shared_json), 0
+            for i in sorted(layout.index[key] for key in self._owned):
+                start, end = layout.spans[i]
+                digest.update(buffer[pos:start])
+                digest.update(_chunk(i, layout.keys[i], _entry_json(dict.__getitem__(self, layout.keys[i]))))
+                pos = end
+            digest.update(buffer[pos:])
+            return
+        for j, key in enumerate(sorted(dict.keys(self))):
+            digest.update(_chunk(j, key, self.entry_json(key)))
 
     def entry_json(self, key: Any) -> bytes:
         """The entry as τ²'s DB hash serialises it; for an untouched entry, made once a process."""
@@ -109,6 +129,38 @@ def _entry_json(entry: Any) -> bytes:
     return json.dumps(value, sort_keys=True, default=str).encode()
 
 
+def _chunk(j: int, key: Any, entry_json: bytes) -> bytes:
+    """Entry ``j`` of a table as τ²'s hash writes it: ``[", "]"key": <entry JSON>``."""
+    return b"%s%s: %s" % (b", " if j else b"", json.dumps(key).encode(), entry_json)
+
+
+class _Layout:
+    """A shared table's entries serialised in key order into one buffer, with each entry's span,
+    made on the first hash (under a lock: 32 episode threads may hash at once)."""
+
+    def __init__(self, shared: dict) -> None:
+        self.shared = shared
+        self.keys = sorted(shared)
+        self.keyset = frozenset(self.keys)
+        self.index = {key: i for i, key in enumerate(self.keys)}
+        self.spans: list[tuple[int, int]] = []
+        self._buffer: Optional[memoryview] = None
+        self._lock = threading.Lock()
+
+    def buffer(self, shared_json: dict) -> memoryview:
+        with self._lock:
+            if self._buffer is None:
+                chunks, pos = [], 0
+                for j, key in enumerate(self.keys):
+                    if key not in shared_json:
+                        shared_json[key] = _entry_json(self.shared[key])
+                    chunks.append(_chunk(j, key, shared_json[key]))
+                    self.spans.append((pos, pos + len(chunks[-1])))
+                    pos += len(chunks[-1])
+                self._buffer = memoryview(b"".join(chunks))
+            return self._buffer
+
+
 def db_hash(tools: Any) -> str:
     """τ²'s ``ToolKitBase.get_db_hash`` — ``sha256(json.dumps(db.model_dump(), sort_keys=True,
     default=str))`` — computed from per-entry JSON, so that untouched entries are serialised once
@@ -124,25 +176,24 @@ def db_hash(tools: Any) -> str:
     digest = hashlib.sha256(b"{")
     for i, (name, table) in enumerate(zip(names, tables)):
         digest.update(b"%s%s: {" % (b", " if i else b"", json.dumps(name).encode()))
-        for j, key in enumerate(sorted(dict.keys(table))):
-            digest.update(b"%s%s: " % (b", " if j else b"", json.dumps(key).encode()))
-            digest.update(table.entry_json(key))
+        table.write_entries(digest)
         digest.update(b"}")
     digest.update(b"}")
     return digest.hexdigest()
 
 
 @once_per_process
-def _tables(domain: str) -> Optional[tuple[type, dict[str, dict], dict[str, dict]]]:
-    """The parsed DB's class, its dict tables and their entries' JSON (filled as hashed), or None
-    when the DB is not only dict tables."""
+def _tables(domain: str) -> Optional[tuple[type, dict[str, dict], dict[str, dict], dict[str, _Layout]]]:
+    """The parsed DB's class, its dict tables, their entries' JSON (filled as hashed) and their
+    hash layouts, or None when the DB is not only dict tables."""
     db = _parse(domain)
     if db is None:
         return None
     tables = {name: getattr(db, name) for name in type(db).model_fields}
     if not tables or not all(type(table) is dict for table in tables.values()):
         return None
-    return type(db), tables, {name: {} for name in tables}
+    return (type(db), tables, {name: {} for name in tables},
+            {name: _Layout(table) for name, table in tables.items()})
 
 
 def _parse(domain: str) -> Optional[BaseModel]:
@@ -164,8 +215,8 @@ def clone_db(domain: str) -> Optional[BaseModel]:
     parsed = _tables(domain)
     if parsed is None:
         return None
-    cls, tables, json_cache = parsed
-    return cls.model_construct(**{name: CopyOnRead(table, json_cache[name])
+    cls, tables, json_cache, layouts = parsed
+    return cls.model_construct(**{name: CopyOnRead(table, json_cache[name], layouts[name])
                                   for name, table in tables.items()})
 
 

@@ -10,7 +10,6 @@ from math import comb
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,9 @@ def paired_delta(treatment: np.ndarray, control: np.ndarray, *, confidence: floa
                  resamples: int = 10_000, seed: int = 0) -> PairedDelta:
     """Mean of ``treatment - control`` over paired units (tasks), with a percentile bootstrap CI
     that resamples units, and the exact two-sided sign test over non-tied pairs."""
+    # scipy takes ~1 s to import: loaded by the reports that compare arms, not by every run
+    from scipy.stats import binomtest
+
     t = np.asarray(treatment, dtype=float)
     c = np.asarray(control, dtype=float)
     if t.shape != c.shape or t.ndim != 1 or len(t) == 0:

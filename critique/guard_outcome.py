@@ -1,0 +1,33 @@
+"""What the leak guard found and did to one critique, as records store it.
+
+Apart from the guard itself (``critique.leak_guard``, with its word lists and number readers) so
+that the critic's result type, the auditor and the episode graph, which every run imports,
+do not load the guard until a guarded critique is made.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class LeakFinding(BaseModel):
+    kind: Literal["value", "unseen", "partial", "sequence", "hidden", "name", "auditor"]
+    text: str = Field(description="The supervision value, the value as read, the leaked call "
+                      "sequence, or what the auditor named.")
+    written: str = Field(default="", description="How the rationale wrote it.")
+
+
+class GuardOutcome(BaseModel):
+    """What the guard did to one critique; stored in every guarded Refine record."""
+
+    fired: bool = False
+    action: Literal["passed", "retried", "redacted"] = "passed"
+    findings: list[LeakFinding] = Field(default_factory=list, description="Rules and auditor together.")
+    rule_findings: list[LeakFinding] = Field(default_factory=list)
+    auditor_findings: list[LeakFinding] = Field(default_factory=list)
+    residual: list[LeakFinding] = Field(
+        default_factory=list, description="What the auditor still found in the redacted rationale.")
+    audited: bool = Field(default=False, description="Whether a leak auditor read the rationale.")
+    removed: list[str] = Field(default_factory=list, description="Spans cut by redaction.")

@@ -1,0 +1,85 @@
+"""Every command answers ``--help``, ``--version`` and bad input without importing what runs
+episodes: litellm, LangGraph and τ² (seconds of imports) come in only once a run starts.
+
+A property of the import graph, checked in a fresh interpreter, not a timing test; the timings
+are measured by ``bench/cli_startup.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+HEAVY = ("litellm", "langgraph", "tau2", "ray", "pandas", "scipy", "openai", "wordfreq", "docker")
+
+COMMANDS = {
+    # module: a bad input its parser or its settings refuse (exit 2)
+    "runtime.validate": ["--trials", "0"],
+    "runtime.ablate": ["--mode", "direct"],
+    "runtime.table3": ["--config", "no-such-config.yaml"],
+    "runtime.report": ["no-such-run-folder"],
+    "runtime.envs": ["no-such-command"],
+    "runtime.planners": ["--no-such-option"],
+    "runtime.leak_eval": ["--corpus", "no-such-corpus"],
+    "critique.leak_eval": ["--sample", "0"],
+    "envs.docker": ["no-such-command"],
+}
+
+PROBE = r"""
+import contextlib, io, json, runpy, sys
+HEAVY, COMMANDS = json.loads(sys.argv[1])
+import runtime.process_end  # a command's end() would end this probe too: let it raise instead
+def _end(code):
+    raise SystemExit(code)
+runtime.process_end.end = _end
+results = []
+for module, bad in COMMANDS.items():
+    for argv in (["--help"], ["--version"], bad, ["--mode", "nope"] if module == "runtime.validate" else bad):
+        out, err = io.StringIO(), io.StringIO()
+        sys.argv = [module, *argv]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        results.append({"module": module, "argv": argv, "code": code, "out": out.getvalue(),
+                        "err": err.getvalue(),
+                        "heavy": sorted(m for m in HEAVY if m in sys.modules)})
+print(json.dumps(results))
+"""
+
+
+def _probe(heavy=HEAVY, commands=COMMANDS) -> list[dict]:
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps([heavy, commands])], cwd=REPO,
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO),
+                               "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_help_version_and_bad_input_import_nothing_heavy():
+    results = _probe()
+    assert len(results) == 4 * len(COMMANDS)
+    for r in results:
+        where = f"{r['module']} {' '.join(r['argv'])}"
+        assert r["heavy"] == [], f"{where} imported {r['heavy']}"
+        if r["argv"] == ["--help"]:
+            assert r["code"] == 0 and "usage:" in r["out"], where
+        elif r["argv"] == ["--version"]:
+            assert r["code"] == 0 and r["out"].startswith(f"python -m {r['module']} "), where
+        else:
+            lines = r["err"].strip().splitlines()
+            assert r["code"] == 2, f"{where}: exit {r['code']}, {r['err'][-300:]}"
+            assert len(lines) == 1 and lines[0].startswith("error:"), f"{where}: {r['err']}"
+
+
+def test_the_probe_sees_what_a_command_imports():
+    """The check above could pass by never looking: the settings' YAML reader, which
+    runtime.validate does import, is seen."""
+    results = _probe(heavy=["yaml", "pydantic"], commands={"runtime.validate": ["--trials", "0"]})
+    assert all(r["heavy"] == ["pydantic", "yaml"] for r in results)
