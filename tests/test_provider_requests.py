@@ -85,8 +85,11 @@ def test_the_opening_turn_is_added_only_where_required():
     assert fixed[1] == {"role": "user", "content": OPENING_USER_TURN} and fixed[2:] == CONVERSATION[1:]
     user_first = [CONVERSATION[0], CONVERSATION[2]]
     assert portable_messages("gemini/gemini-2.5-pro", user_first) == user_first
-    declared = portable_tools(TOOLS)
+    declared = portable_tools("gemini/gemini-2.5-pro", TOOLS)
     assert "parameters" not in declared[1]["function"] and declared[0] == TOOLS[0]
+    # elsewhere the benchmark's own declaration goes out unchanged (what `tau2 run` sends)
+    assert portable_tools("openai/gpt-4o", TOOLS) == TOOLS
+    assert portable_tools("anthropic/claude-sonnet-4-5", TOOLS) == TOOLS
 
 
 def _judge_loses_constraints_on(provider: str) -> bool:

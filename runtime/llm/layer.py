@@ -443,7 +443,7 @@ class RoleClient:
             "seed": self.seed,
         }
         if tools:
-            request["tools"] = portable_tools(tools)
+            request["tools"] = portable_tools(self.spec.model, tools)
             request["tool_choice"] = "auto"
         if self.purpose in self.spec.bare_purposes:
             for key in ("temperature", "seed", "tool_choice"):

@@ -8,9 +8,11 @@ make every request valid everywhere, nor does it tell a provider's fault from th
   conversations open with the agent's greeting), so :func:`portable_messages` puts a short
   user turn in front of a leading assistant turn for those providers;
 * a tool without arguments declared as an OBJECT schema without properties has been refused by
-  Gemini ("should be non-empty for OBJECT type"); :func:`portable_tools` leaves ``parameters``
-  out instead, which OpenAI documents as "no arguments", litellm sends to Gemini as a
-  declaration without parameters and to Anthropic as ``{"type": "object", "properties": {}}``;
+  Gemini ("should be non-empty for OBJECT type"); for Gemini and Vertex AI
+  :func:`portable_tools` leaves ``parameters`` out instead, which litellm sends as a declaration
+  without parameters. Every other provider gets the benchmark's own declaration unchanged, so an
+  OpenAI-compatible request equals what ``tau2 run`` sends (Anthropic's ``input_schema`` is then
+  ``{"type": "object", "properties": {}}``, which it accepts);
 * an answer the provider withheld (Gemini's ``MALFORMED_FUNCTION_CALL``, a safety block with no
   candidate) arrives from litellm as an empty turn; :func:`fault_of` names it so the model
   layer retries it and, failing that, raises an error of the right kind instead of letting an
@@ -65,10 +67,14 @@ def portable_messages(model: str, messages: list[dict[str, Any]]) -> list[dict[s
     return [*messages[:first], {"role": "user", "content": OPENING_USER_TURN}, *messages[first:]]
 
 
-def portable_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-    """Tools whose argument schema is an object with no properties declared without
-    ``parameters``, the one form every provider takes for "no arguments"."""
-    if not tools:
+NO_EMPTY_OBJECT_PROVIDERS = ("gemini", "vertex_ai")
+"""Providers that have refused an OBJECT schema without properties."""
+
+
+def portable_tools(model: str, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """``tools``, with an argument schema that is an object with no properties left out where the
+    provider refuses it (a declaration without parameters means "no arguments" there)."""
+    if not tools or provider_of(model) not in NO_EMPTY_OBJECT_PROVIDERS:
         return tools
     out = []
     for tool in tools:
