@@ -84,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
                    "host:port); default: start a local Ray instance")
     p.add_argument("--ray-workers", type=int,
                    help="with --backend ray: worker processes (default: one per CPU)")
+    p.add_argument("--ray-placement-timeout", type=float, metavar="SECONDS",
+                   help="with --backend ray: seconds a worker may stay unplaced (at the start, or "
+                   "after its node was lost) before the run stops with exit 3 (default 120)")
     p.add_argument("--model-concurrency", type=int,
                    help="at most this many model calls in flight per provider, across all workers")
     return p

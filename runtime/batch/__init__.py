@@ -12,6 +12,6 @@ May import ``runtime.episode``, ``runtime.store``, ``runtime.records`` and ``run
 the backends or the commands.
 """
 
-from runtime.batch.core import Abort, Executor, Outcome, RunStopped, pending, run_batch
+from runtime.batch.core import Abort, Executor, Outcome, RunStopped, Stalled, pending, run_batch
 
-__all__ = ["Abort", "Executor", "Outcome", "RunStopped", "pending", "run_batch"]
+__all__ = ["Abort", "Executor", "Outcome", "RunStopped", "Stalled", "pending", "run_batch"]

@@ -26,6 +26,16 @@ from runtime.store import RunStore, write_json_atomic
 Group = tuple[Any, Any, Any]
 
 
+LOST_ATTEMPTS = 3
+"""Times an episode runs when its worker keeps being lost under it; then it is recorded as an
+infrastructure error with the reason (``--retry-errors`` runs it again)."""
+
+
+class Stalled(RuntimeError):
+    """Raised by an executor that can no longer run the pending episodes (a worker that cannot be
+    placed): the run stops like on a dead endpoint, resumable, exit 3."""
+
+
 class RunStopped(RuntimeError):
     """The run stopped early because of ``cause``; finished records are saved."""
 
@@ -57,7 +67,8 @@ class Outcome:
     aborted: Abort | None = None
     """Set when the run must stop: the record is then not kept."""
     lost: tuple[str, str] | None = None
-    """(error type, message) when the process running the episode died; ``record`` is None."""
+    """(error type, message) when the process running the episode died; ``record`` is None: the
+    episode runs again (up to ``LOST_ATTEMPTS`` times in all)."""
 
 
 class Executor(Protocol):
@@ -67,7 +78,8 @@ class Executor(Protocol):
         """Start ``key`` with the artifacts its group already has; False: not now (full)."""
 
     def wait(self) -> list[Outcome]:
-        """Block until at least one episode finished; return every finished one."""
+        """Block until at least one episode finished; return every finished one (or ``[]`` when
+        nothing runs and ``submit`` may succeed again). May raise ``Stalled``."""
 
     def abort(self, cause: Abort) -> None:
         """Make the in-flight episodes fail fast (the run is stopping)."""
@@ -127,6 +139,7 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     in_flight = 0
     written: list[EpisodeRecord] = []
     window = 4 * spec.concurrency
+    lost: dict[str, int] = defaultdict(int)
     finished = False
     try:
         while queue or in_flight:
@@ -140,14 +153,23 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 else:
                     held.append(key)
             queue.extendleft(reversed(held))
-            outcomes = executor.wait()
+            try:
+                outcomes = executor.wait()
+            except Stalled as exc:
+                raise RunStopped(RunAborted(str(exc))) from exc
             in_flight -= len(outcomes)
             stop = next((o.aborted for o in outcomes if o.aborted), None)
             for outcome in outcomes:
                 index.write_new(store, outcome.artifacts)  # made before the stop: still good
                 if stop:
                     continue  # may have been broken by the fatal failure: left to resume
-                record = outcome.record or lost_record(spec, outcome.key, *outcome.lost)
+                if outcome.record is None:
+                    lost[outcome.key.id()] += 1
+                    if lost[outcome.key.id()] < LOST_ATTEMPTS:
+                        queue.appendleft(outcome.key)  # its worker was lost: run it elsewhere
+                        continue
+                record = outcome.record or lost_record(spec, outcome.key, *outcome.lost,
+                                                       attempts=lost[outcome.key.id()])
                 store.append(record)
                 written.append(record)
                 on_done(record)
