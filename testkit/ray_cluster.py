@@ -45,23 +45,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def worker_port_range() -> tuple[int, int]:
-    """A block of ports no one listens on, for one node's worker processes."""
+def port_block(size: int, taken: set[int]) -> list[int]:
+    """``size`` consecutive ports no one listens on and none in ``taken``: one node's ports."""
     for _ in range(200):
-        low = random.randrange(20000, 60000 - WORKER_PORTS)
+        low = random.randrange(20000, 60000 - size)
+        block = list(range(low, low + size))
+        if taken & set(block):
+            continue
+        socks = []
         try:
-            socks = []
-            for port in range(low, low + WORKER_PORTS):
+            for port in block:
                 s = socket.socket()
                 socks.append(s)
                 s.bind(("127.0.0.1", port))
-            return low, low + WORKER_PORTS - 1
+            return block
         except OSError:
             continue
         finally:
             for s in socks:
                 s.close()
-    raise RuntimeError("no free block of worker ports")
+    raise RuntimeError("no free block of ports")
 
 
 @dataclass
@@ -89,14 +92,18 @@ class LocalCluster:
         self.root = Path(root or tempfile.mkdtemp(prefix="evr-ray-"))
         self.temp = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths
         self.nodes: dict[str, Node] = {}
+        self.seen: set[int] = set()
         self.gcs_port = free_port()
+        self.taken = {self.gcs_port}
         self.address = f"127.0.0.1:{self.gcs_port}"
 
     # ---- nodes -----------------------------------------------------------------------------
 
     def _start(self, name: str, head: bool, wait_s: float = 90.0) -> Node:
-        ports = {n: free_port() for n in PORT_NAMES}
-        low, high = worker_port_range()
+        block = port_block(len(PORT_NAMES) + WORKER_PORTS, self.taken)
+        self.taken |= set(block)
+        ports = dict(zip(PORT_NAMES, block))
+        low, high = block[len(PORT_NAMES)], block[-1]
         cmd = [RAY, "start", "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", str(self.cpus),
                "--object-store-memory", str(80 * 1024**2), "--disable-usage-stats",
                "--min-worker-port", str(low), "--max-worker-port", str(high),
@@ -155,7 +162,9 @@ class LocalCluster:
     def kill_node(self, name: str) -> None:
         """SIGKILL every process of the node at once, as when its machine dies."""
         node = self.nodes.pop(name)
-        _kill(node.processes(), signal.SIGKILL)
+        pids = node.processes()
+        self.seen |= set(pids)
+        _kill(pids, signal.SIGKILL)
         node.proc.wait(10)
 
     def ports(self) -> list[int]:
@@ -164,7 +173,28 @@ class LocalCluster:
     # ---- the end -----------------------------------------------------------------------------
 
     def processes(self) -> list[int]:
-        return sorted({p for n in self.nodes.values() for p in n.processes()})
+        found = {p for n in self.nodes.values() for p in n.processes()}
+        self.seen |= found
+        return sorted(found)
+
+    def leftovers(self) -> list[int]:
+        """Processes of any node, ever seen, that still run (after ``stop``: none)."""
+        return sorted(p for p in self.seen if _alive(p))
+
+    def hosting(self, title: str) -> list[str]:
+        """Names of the nodes running a process whose title holds ``title`` (a Ray actor's
+        process is titled ``ray::<Class>``)."""
+        names = []
+        for name, node in self.nodes.items():
+            for pid in node.processes():
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                except OSError:
+                    continue
+                if title in cmd:
+                    names.append(name)
+                    break
+        return names
 
     def stop(self) -> None:
         """End every process of every node (SIGTERM, then SIGKILL), then remove the temp folder."""
