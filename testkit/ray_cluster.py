@@ -90,6 +90,7 @@ class LocalCluster:
         self.env = dict(env or {})
         """Added to every node's environment (its workers inherit it: e.g. a provider's key)."""
         self.root = Path(root or tempfile.mkdtemp(prefix="evr-ray-"))
+        self.root.mkdir(parents=True, exist_ok=True)
         self.temp = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths
         self.nodes: dict[str, Node] = {}
         self.seen: set[int] = set()

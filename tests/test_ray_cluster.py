@@ -3,7 +3,8 @@ nodes started with ``ray start`` on loopback (``testkit.ray_cluster``: own ports
 every process ended by pid), each node 1 CPU. Each run is a driver process of its own, as a
 user's command is, so this process never joins the cluster.
 
-Checked: the same records as the threads backend (τ², all modes; ToolSandbox when set up); the
+Checked: the same records as the threads backend (τ², all modes; ToolSandbox in
+``tests/test_toolsandbox_cluster.py``); the
 response cache, served on the driver's node, answering workers on the other node; more workers
 than the nodes hold → exit 2 in one line; a node SIGKILLed mid-run with a spare node → the run
 finishes with no error and no duplicate; without one → exit 3 within a bounded time, and the same
@@ -12,7 +13,6 @@ command finishes the rest once a node is back; no Ray process left behind.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import os
@@ -240,34 +240,3 @@ def test_a_node_lost_without_a_spare_stops_with_exit_3_then_the_same_command_res
     rows = lines(out)
     assert len(rows) == 18 and rows[:len(first)] == first
     assert_clean(rows)
-
-
-@pytest.mark.slow
-def test_toolsandbox_on_a_two_node_cluster_gives_the_threads_records(tmp_path, ts_env, cluster, validate,
-                                                                     monkeypatch):
-    from testkit.toolsandbox_gold import register_roles
-
-    tasks = ["cellular_off", "wifi_off_10_distraction_tools"]
-    maps = {t: ts_env.task_info("default", t)["tool_name_map"] for t in tasks}
-    model = register_roles("ts-cluster-roles", maps)
-    monkeypatch.setenv("TOOLSANDBOX_SERVERS", "1")
-    args = ["--env", "toolsandbox", "--mode", "all", "--model", model, "--tasks", ",".join(tasks),
-            "--concurrency", "2", "--no-cache"]
-    code_t, threads = validate(*args, out=tmp_path / "threads")
-    script = ("import functools, json, sys\n"
-              "from runtime import validate\n"
-              "from runtime.backends import add_worker_setup\n"
-              "from testkit.toolsandbox_gold import register_roles\n"
-              "setup = functools.partial(register_roles, 'ts-cluster-roles', json.loads(sys.argv[1]))\n"
-              "setup(); add_worker_setup(setup)\n"
-              "sys.exit(validate.main(sys.argv[2:]))\n")
-    cmd = [sys.executable, "-c", script, json.dumps(maps), *args, "--backend", "ray", "--ray-address",
-           cluster.address, "--ray-workers", "2", "--out", str(tmp_path / "ray")]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**driver_env(), "TOOLSANDBOX_SERVERS": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    code, _, err = finish(proc, timeout=900)
-    assert code_t == code == 0, err[-2000:]
-    on_ray = read_records(tmp_path / "ray")
-    assert len(on_ray) == len(threads) == 3 * len(tasks)
-    assert comparable(on_ray) == comparable(threads)
-    assert {r["score"] for r in on_ray} == {1.0}

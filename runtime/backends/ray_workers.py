@@ -13,8 +13,10 @@
   is then killed so it frees its CPU.
 * **Groups move.** A (domain, task, trial) group whose worker is down goes to the least-loaded
   live worker when its next episode is submitted.
-* **Never a hang.** A worker that is not placed (or does not answer) within
-  ``placement_timeout`` seconds stops the run: no new episode starts, the running ones finish
+* **Never a hang.** Each worker's CPU is a bundle of one placement group (``SPREAD``), so Ray
+  tells when a worker is placed and moves a lost node's bundles to nodes with room. A worker
+  whose bundle is on no live node for ``placement_timeout`` seconds (or that is placed but does
+  not answer within ``ANSWER_S``) stops the run: no new episode starts, the running ones finish
   (for at most that long again), and the batch loop ends with exit 3 and a resumable folder.
 """
 
@@ -37,7 +39,8 @@ RESTARTS = 4
 """Times Ray restarts one worker (a lost node, a crashed process) before it counts as dead."""
 PING_S = 1.0
 """How often a worker that is down or starting is asked whether it answers again."""
-CLOSE_S = 2.0
+ANSWER_S = 300.0
+"""How long a placed worker may take to answer (building its services: imports, environment)."""
 
 
 def placement(workers: int) -> float:
@@ -81,6 +84,8 @@ class Worker:
     """The limiter holder of the incarnation that last answered (node and pid)."""
     ping: Any = None
     next_ping: float = 0.0
+    unplaced_since: float | None = field(default_factory=time.monotonic)
+    """Since when its reserved CPU has been on no live node (None: placed)."""
 
     def set(self, state: str) -> None:
         if state != self.state:
@@ -92,12 +97,30 @@ class Pool:
 
     def __init__(self, worker_class: type, args: tuple, workers: int, slots: int,
                  cpus_each: float, cache: Any, limiter: Any):
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
         self.n, self.slots, self.limiter, self.cache = workers, slots, limiter, cache
-        options = dict(num_cpus=cpus_each, max_concurrency=slots + 2, max_restarts=RESTARTS,
-                       max_task_retries=0, scheduling_strategy="SPREAD")
+        # One bundle per worker, spread over the nodes: Ray reserves the CPUs, moves a lost
+        # node's bundles to nodes with room, and tells whether each is placed (``placed``).
+        self.group = placement_group([{"CPU": cpus_each}] * workers, strategy="SPREAD")
+        actor = ray.remote(worker_class)
         # two more than the episode slots: ``ready``, ``abort`` and ``close`` get through when full
-        actor = ray.remote(worker_class).options(**options)
-        self.workers = [Worker(actor.remote(*args, i)) for i in range(workers)]
+        self.workers = [Worker(actor.options(
+            num_cpus=cpus_each, max_concurrency=slots + 2, max_restarts=RESTARTS, max_task_retries=0,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=i),
+        ).remote(*args, i)) for i in range(workers)]
+
+    def placed(self) -> set[int]:
+        """The workers whose reserved CPU is on a live node now."""
+        from ray.util.placement_group import placement_group_table
+
+        try:
+            live = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+            table = placement_group_table(self.group)
+        except Exception:  # noqa: BLE001 - the GCS is busy: assume nothing changed
+            return {i for i, w in enumerate(self.workers) if w.unplaced_since is None}
+        return {int(i) for i, node in table.get("bundles_to_node_id", {}).items() if node in live}
 
     def alive(self) -> list[int]:
         return [i for i, w in enumerate(self.workers) if w.state == "alive"]
@@ -118,6 +141,12 @@ class Pool:
                     ray.kill(actor, no_restart=True)
                 except Exception:  # noqa: BLE001 - already gone
                     pass
+        from ray.util.placement_group import remove_placement_group
+
+        try:
+            remove_placement_group(self.group)
+        except Exception:  # noqa: BLE001 - the cluster is going or gone
+            pass
 
 
 class RayExecutor:
@@ -134,6 +163,7 @@ class RayExecutor:
         self.stalled: str | None = None
         self.drain_until = 0.0
         self.shown: str | None = None
+        self.next_placement = 0.0
         self.check()
 
     # ---- episodes ----------------------------------------------------------------------------
@@ -192,15 +222,28 @@ class RayExecutor:
     def check(self) -> None:
         """Read answered pings, send due ones, stop the run on a worker unplaced for too long."""
         now = time.monotonic()
+        if now >= self.next_placement:
+            self.next_placement = now + PING_S
+            placed = self.pool.placed()
+            for i, w in enumerate(self.pool.workers):
+                if i in placed:
+                    w.unplaced_since = None
+                elif w.unplaced_since is None:
+                    w.unplaced_since = now
         for i, w in enumerate(self.pool.workers):
             if w.ping is not None and ray.wait([w.ping], timeout=0)[0]:
                 self.heard(w)
-            if w.state in ("starting", "down") and w.ping is None and now >= w.next_ping:
+            if w.state not in ("starting", "down") or self.stalled:
+                continue
+            if w.ping is None and now >= w.next_ping:
                 w.ping = w.handle.ready.remote()
                 w.next_ping = now + PING_S
-            if w.state in ("starting", "down") and now - w.since > self.timeout and not self.stalled:
-                self.stop(f"Ray worker {i} could not be placed within {self.timeout:g} s "
-                          f"({len(self.pool.alive())} of {self.pool.n} workers alive; {cluster_now()})")
+            alive = f"{len(self.pool.alive())} of {self.pool.n} workers alive; {cluster_now()}"
+            if w.unplaced_since is not None and now - w.unplaced_since > self.timeout:
+                self.stop(f"Ray worker {i} could not be placed within {self.timeout:g} s ({alive})")
+            elif now - w.since > max(ANSWER_S, self.timeout):
+                self.stop(f"Ray worker {i} was placed but did not answer within "
+                          f"{max(ANSWER_S, self.timeout):g} s ({alive})")
         if not self.pool.alive() and all(w.state == "dead" for w in self.pool.workers) \
                 and not self.stalled:
             self.stop(f"every Ray worker died ({RESTARTS} restarts each used up; {cluster_now()})")
