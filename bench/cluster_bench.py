@@ -90,7 +90,9 @@ def main() -> int:
         while len(records(out)) < 3 and proc.poll() is None:
             time.sleep(0.2)
         before = len(records(out))
-        victims = [n for n in cluster.hosting("EpisodeWorker") if n != "head"]
+        while not (victims := [n for n in cluster.hosting("EpisodeWorker") if n != "head"]):
+            time.sleep(0.2)  # the second worker is still being built
+        before = len(records(out))
         killed = time.monotonic()
         cluster.kill_node(victims[0])
         replaced = record_after = None

@@ -178,10 +178,13 @@ def wait_for_records(out: Path, count: int, proc: subprocess.Popen, timeout: flo
         time.sleep(0.3)
 
 
-def kill_a_worker_node(cluster: LocalCluster) -> str:
-    """SIGKILL a node (not the head: the driver's) that runs an episode worker."""
-    victims = [n for n in cluster.hosting("EpisodeWorker") if n != "head"]
-    assert victims, "no worker on a second node"
+def kill_a_worker_node(cluster: LocalCluster, timeout: float = 180) -> str:
+    """SIGKILL a node (not the head: the driver's) once an episode worker runs there (its
+    process is titled ``ray::IDLE`` until the worker is built)."""
+    deadline = time.monotonic() + timeout
+    while not (victims := [n for n in cluster.hosting("EpisodeWorker") if n != "head"]):
+        assert time.monotonic() < deadline, "no worker started on a second node"
+        time.sleep(0.3)
     cluster.kill_node(victims[0])
     return victims[0]
 
