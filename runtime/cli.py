@@ -131,7 +131,8 @@ def run_with_progress(run: Run, console: Console) -> None:
         layer = run.services.layer  # the threads' layer; Ray workers have their own
         layer.observers.append(show_stage)
         try:
-            backends.run_episodes(run, on_done=done)
+            backends.run_episodes(run, on_done=done,
+                                  on_status=lambda text: progress.update(bar, description=f"episodes ({text})"))
         finally:
             layer.observers.remove(show_stage)
         progress.update(bar, stage="")

@@ -91,6 +91,9 @@ class RunSettings(BaseModel):
         default=False, description="Resume a run folder even though settings that change "
         "episodes (models, endpoints, temperature, seed, step limit, strategies, planner, ...) "
         "differ from its earlier invocations; the mix is recorded in run.json.")
+    ray_placement_timeout: float = Field(
+        default=120.0, gt=0, le=86400, description="Seconds a Ray worker may stay unplaced (at "
+        "the start, or after its node was lost) before the run stops with exit 3 (resumable).")
     model_concurrency: int | None = Field(
         default=None, ge=1, le=4096, description="At most this many model calls in flight per "
         "provider (endpoint), across every thread and every Ray worker of the run.")

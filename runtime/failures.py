@@ -41,6 +41,8 @@ CAUSES: dict[str, tuple[ErrorKind, str]] = {
     "connection": ("infrastructure", "no HTTP answer: connection refused, reset or dropped"),
     "bad_response": ("infrastructure", "HTTP 200 without a usable completion (no choices, no "
                      "message)"),
+    "worker_lost": ("infrastructure", "the Ray worker or node running the episode died on every "
+                    "try"),
     "environment": ("infrastructure", "an env server or container crashed, hung or could not start"),
     "auth": ("infrastructure", "credentials rejected (HTTP 401/403); stops the run"),
     "provider_blocked": ("infrastructure", "the provider withheld the answer on every try (a "

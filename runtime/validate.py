@@ -90,6 +90,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-changed-settings", action="store_true", default=None,
                    help="resume a run folder whose earlier episodes were made with other settings "
                    "(models, endpoints, temperature, seed, ...); refused by default; recorded")
+    p.add_argument("--ray-placement-timeout", type=float, metavar="SECONDS",
+                   help="with --backend ray: seconds a worker may stay unplaced (at the start, or "
+                   "after its node was lost) before the run stops with exit 3 (default 120)")
     p.add_argument("--model-concurrency", type=int,
                    help="at most this many model calls in flight per provider, across all workers")
     add_budget_options(p)

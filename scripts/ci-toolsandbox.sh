@@ -29,7 +29,8 @@ ARCHIVE=${1:-${TOOLSANDBOX_ARCHIVE:-../shared/vendor/ToolSandbox-165848b.tar.gz}
 SHA256=${TOOLSANDBOX_SHA256:-c3146e6958f2d49c202a7196894d683ed20ac965283790178fbb565c9208f8cb}
 BASE_PYTHON=${TOOLSANDBOX_BASE_PYTHON:-python3}
 CACHE=${EVR_TS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/exec-validation-runtime/ci-toolsandbox}
-TESTS=(tests/test_toolsandbox.py tests/test_toolsandbox_agreement.py tests/test_provider_toolsandbox.py)
+TESTS=(tests/test_toolsandbox.py tests/test_toolsandbox_agreement.py tests/test_provider_toolsandbox.py
+       tests/test_toolsandbox_cluster.py tests/test_toolsandbox_budget.py tests/test_toolsandbox_requests.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 T0=$(date +%s)
 

@@ -34,12 +34,14 @@ def add_worker_setup(hook: WorkerSetup) -> None:
         WORKER_SETUP.append(hook)
 
 
-def run_episodes(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
-    """Run every pending episode of ``run`` on its configured backend; returns the new records."""
+def run_episodes(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r: None,
+                 on_status: Callable[[str], None] = lambda text: None) -> list[EpisodeRecord]:
+    """Run every pending episode of ``run`` on its configured backend; returns the new records.
+    ``on_status`` hears the executor's state in words when it changes (Ray: workers alive)."""
     if run.config.backend == "ray":
         from runtime.backends import ray_backend
 
-        open_executor = ray_backend.executor(run)
+        open_executor = ray_backend.executor(run, on_status)
     else:
         open_executor = threads(run.services)
     return run_batch(run.spec, run.store, open_executor, retry_errors=run.config.retry_errors,

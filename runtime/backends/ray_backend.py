@@ -19,8 +19,12 @@ and writes every result, as it does for threads. Design:
 * **Response cache across machines:** served by the driver. One cache actor, pinned to the
   driver's node, owns the SQLite file; workers anywhere ask it (``get``/``put``). Keys are the
   whole request, as before, so a worker on another machine reads and fills the same cache.
+* **Losing a node costs nothing:** workers are restarted by Ray, lost episodes run again, and a
+  worker that cannot be placed stops the run (exit 3, resumable) instead of hanging it
+  (:mod:`runtime.backends.ray_workers`).
 * **Per-provider limits are global:** one limiter actor holds a semaphore per provider; each
-  model call of every worker takes a slot from it. A worker that dies has its slots returned.
+  model call of every worker takes a slot from it. A worker that dies (each incarnation is a
+  holder of its own) has its slots returned.
 * **Nothing left behind.** A local instance is started with a watcher
   (:mod:`runtime.backends.ray_reaper`) that ends every process of it once the driver is gone,
   even after a SIGKILL; on Ctrl-C the driver closes the workers' environments and kills them.
@@ -45,7 +49,7 @@ try:
 except ImportError:  # pragma: no cover - checked in ensure_ray with a one-line message
     ray = None
 
-from runtime.batch import Abort, Outcome
+from runtime.batch import Abort
 from runtime.config import RunConfig, UsageError
 from runtime.episode.artifacts import Artifact, ArtifactMemo
 from runtime.episode.spec import RunSpec
@@ -238,9 +242,13 @@ class LimiterService:
 class EpisodeWorker:
     """One worker process: its own services and artifact memo; episodes in threads."""
 
-    def __init__(self, recipe: Recipe, cache: Any, limiter: Any, holder: str):
+    def __init__(self, recipe: Recipe, cache: Any, limiter: Any, index: int):
         from runtime.episode.services import open_services
         from runtime.logs import quiet_loguru
+
+        # who holds limiter slots: this incarnation (Ray may restart the worker on another node)
+        holder = f"{index}@{ray.get_runtime_context().get_node_id()[:12]}:{os.getpid()}"
+        self.holder = holder
 
         for hook in recipe.setup:
             hook()
@@ -254,8 +262,9 @@ class EpisodeWorker:
             log_dir=log_dir if log_dir.parent.is_dir() else None)
         self.memo = ArtifactMemo()
 
-    def ready(self) -> int:
-        return os.getpid()
+    def ready(self) -> str:
+        """This incarnation's limiter holder: the driver tells a restarted worker by it."""
+        return self.holder
 
     def run(self, key: EpisodeKey, seeded: list[Artifact]) -> tuple[EpisodeRecord, list[Artifact], Abort | None]:
         from runtime.episode.engine import run_episode
@@ -273,113 +282,35 @@ class EpisodeWorker:
 
 # ---- the driver ---------------------------------------------------------------------------------
 
-class Pool:
-    """The run's workers, the cache and limiter actors."""
-
-    def __init__(self, recipe: Recipe, workers: int, concurrency: int, cache_path: str | None,
-                 model_concurrency: int | None):
-        self.spec = recipe
-        self.n = workers
-        self.slots = max(1, math.ceil(concurrency / workers))
-        pinned = _driver_node()
-        self.cache = None
-        if cache_path is not None:
-            self.cache = ray.remote(CacheService).options(num_cpus=0, max_concurrency=32, **pinned) \
-                .remote(cache_path)
-        self.limiter = None
-        if model_concurrency:
-            self.limiter = ray.remote(LimiterService).options(num_cpus=0, max_concurrency=10_000, **pinned) \
-                .remote(model_concurrency)
-        cpus = float(ray.cluster_resources().get("CPU", workers))
-        self.cpus_each = min(1.0, cpus / workers)
-        self.generation = [0] * workers
-        self.actors = [self._start(i) for i in range(workers)]
-        ray.get([a.ready.remote() for a in self.actors])
-
-    def _start(self, i: int) -> Any:
-        holder = f"{i}.{self.generation[i]}"
-        # two more than the episode slots: ``abort`` and ``close`` must get through while it is full
-        return ray.remote(EpisodeWorker).options(num_cpus=self.cpus_each, max_concurrency=self.slots + 2) \
-            .remote(self.spec, self.cache, self.limiter, holder)
-    def replace(self, i: int) -> None:
-        """A worker died: its limiter slots go back, a fresh worker takes its place."""
-        if self.limiter is not None:
-            self.limiter.drop.remote(f"{i}.{self.generation[i]}")
-        self.generation[i] += 1
-        self.actors[i] = self._start(i)
-
-    def close(self, timeout_s: float = 30.0) -> None:
-        """Close each worker's environment (containers, env servers), then end the actors."""
-        refs = [a.close.remote() for a in self.actors]
-        ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
-        for actor in [*self.actors, self.cache, self.limiter]:
-            if actor is not None:
-                ray.kill(actor, no_restart=True)
-
-
 def workers_for(config: RunConfig) -> int:
     if config.ray_workers:
         return config.ray_workers
     return max(1, int(ray.cluster_resources().get("CPU", os.cpu_count() or 1)))
 
 
-class RayExecutor:
-    """Episodes to workers, by (domain, task, trial) so a group's modes share one memo."""
-
-    def __init__(self, pool: Pool):
-        self.pool = pool
-        self.owner: dict[Group, int] = {}
-        self.load = [0] * pool.n
-        self.in_flight: dict[Any, tuple[EpisodeKey, int, int]] = {}
-
-    def submit(self, key: EpisodeKey, artifacts: list[Artifact]) -> bool:
-        pool = self.pool
-        group = (key.domain, key.task_id, key.trial)
-        w = self.owner.setdefault(group, min(range(pool.n), key=self.load.__getitem__))
-        if self.load[w] >= pool.slots:
-            return False
-        ref = pool.actors[w].run.remote(key, artifacts)
-        self.in_flight[ref] = (key, w, pool.generation[w])
-        self.load[w] += 1
-        return True
-
-    def wait(self) -> list[Outcome]:
-        done, _ = ray.wait(list(self.in_flight), num_returns=1)
-        outcomes = []
-        for ref in done:
-            key, w, generation = self.in_flight.pop(ref)
-            self.load[w] -= 1
-            try:
-                record, made, aborted = ray.get(ref)
-                outcomes.append(Outcome(key=key, record=record, artifacts=made, aborted=aborted))
-            except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
-                # The worker died mid-episode: the batch loop records it as an error; the first
-                # of its lost episodes replaces it.
-                outcomes.append(Outcome(key=key, record=None, lost=(type(exc).__name__, str(exc))))
-                if self.pool.generation[w] == generation:
-                    self.pool.replace(w)
-        return outcomes
-
-    def abort(self, cause: Abort) -> None:
-        for actor in self.pool.actors:
-            actor.abort.remote(cause.reason, cause.credentials)
-
-    def close(self, finished: bool) -> None:
-        # At the end, time for every worker to remove its containers and save their logs; on
-        # Ctrl-C, an error or a stop, a short wait and then the workers are ended regardless.
-        self.pool.close(timeout_s=120.0 if finished else 10.0)
-
-
-def executor(run: "Run") -> Callable[[RunSpec, int], RayExecutor]:
+def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None) -> Callable[[RunSpec, int], Any]:
     """``open_executor`` for the batch loop: Ray workers for ``run``'s pending episodes."""
+    from runtime.backends import ray_workers
+
     config = run.config
     cache = run.services.layer.cache
     cache_path = str(cache.path) if cache is not None and getattr(cache, "path", None) else None
 
-    def open_executor(spec: RunSpec, pending: int) -> RayExecutor:
+    def open_executor(spec: RunSpec, pending: int) -> ray_workers.RayExecutor:
         ensure_ray(config.ray_address, config.ray_workers)
-        pool = Pool(recipe(spec, run.out), min(workers_for(config), pending), spec.concurrency,
-                    cache_path, config.model_concurrency)
-        return RayExecutor(pool)
+        workers = min(workers_for(config), pending)
+        cpus_each = ray_workers.placement(workers)
+        pinned = _driver_node()
+        cache_actor = limiter = None
+        if cache_path is not None:
+            cache_actor = ray.remote(CacheService).options(num_cpus=0, max_concurrency=32, **pinned) \
+                .remote(cache_path)
+        if config.model_concurrency:
+            limiter = ray.remote(LimiterService).options(num_cpus=0, max_concurrency=10_000, **pinned) \
+                .remote(config.model_concurrency)
+        slots = max(1, math.ceil(spec.concurrency / workers))
+        pool = ray_workers.Pool(EpisodeWorker, (recipe(spec, run.out), cache_actor, limiter), workers,
+                                slots, cpus_each, cache_actor, limiter)
+        return ray_workers.RayExecutor(pool, config.ray_placement_timeout, on_status)
 
     return open_executor

@@ -14,7 +14,7 @@ the backends or the commands.
 """
 
 from runtime.batch.budget import BUDGET_SPENT, BudgetSpent
-from runtime.batch.core import Abort, Executor, Outcome, RunStopped, pending, run_batch
+from runtime.batch.core import Abort, Executor, Outcome, RunStopped, Stalled, pending, run_batch
 
-__all__ = ["Abort", "BUDGET_SPENT", "BudgetSpent", "Executor", "Outcome", "RunStopped", "pending",
-           "run_batch"]
+__all__ = ["Abort", "BUDGET_SPENT", "BudgetSpent", "Executor", "Outcome", "RunStopped", "Stalled",
+           "pending", "run_batch"]

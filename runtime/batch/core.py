@@ -27,6 +27,16 @@ from runtime.store import RunStore, write_json_atomic
 Group = tuple[Any, Any, Any]
 
 
+LOST_ATTEMPTS = 3
+"""Times an episode runs when its worker keeps being lost under it; then it is recorded as an
+infrastructure error with the reason (``--retry-errors`` runs it again)."""
+
+
+class Stalled(RuntimeError):
+    """Raised by an executor that can no longer run the pending episodes (a worker that cannot be
+    placed): the run stops like on a dead endpoint, resumable, exit 3."""
+
+
 class RunStopped(RuntimeError):
     """The run stopped early because of ``cause``; finished records are saved."""
 
@@ -58,7 +68,8 @@ class Outcome:
     aborted: Abort | None = None
     """Set when the run must stop: the record is then not kept."""
     lost: tuple[str, str] | None = None
-    """(error type, message) when the process running the episode died; ``record`` is None."""
+    """(error type, message) when the process running the episode died; ``record`` is None: the
+    episode runs again (up to ``LOST_ATTEMPTS`` times in all)."""
 
 
 class Executor(Protocol):
@@ -68,7 +79,8 @@ class Executor(Protocol):
         """Start ``key`` with the artifacts its group already has; False: not now (full)."""
 
     def wait(self) -> list[Outcome]:
-        """Block until at least one episode finished; return every finished one."""
+        """Block until at least one episode finished; return every finished one (or ``[]`` when
+        nothing runs and ``submit`` may succeed again). May raise ``Stalled``."""
 
     def abort(self, cause: Abort) -> None:
         """Make the in-flight episodes fail fast (the run is stopping)."""
@@ -142,6 +154,7 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     spent = False
     written: list[EpisodeRecord] = []
     window = 4 * spec.concurrency
+    lost: dict[str, int] = defaultdict(int)
     finished = False
     try:
         while (queue and not spent) or in_flight:
@@ -162,7 +175,10 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
             queue.extendleft(reversed(held))
             if spent and not in_flight:
                 break
-            outcomes = executor.wait()
+            try:
+                outcomes = executor.wait()
+            except Stalled as exc:
+                raise RunStopped(RunAborted(str(exc))) from exc
             in_flight -= len(outcomes)
             for outcome in outcomes:
                 running.remove(outcome.key)
@@ -171,7 +187,13 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 index.write_new(store, outcome.artifacts)  # made before the stop: still good
                 if stop:
                     continue  # may have been broken by the fatal failure: left to resume
-                record = outcome.record or lost_record(spec, outcome.key, *outcome.lost)
+                if outcome.record is None:
+                    lost[outcome.key.id()] += 1
+                    if lost[outcome.key.id()] < LOST_ATTEMPTS:
+                        queue.appendleft(outcome.key)  # its worker was lost: run it elsewhere
+                        continue
+                record = outcome.record or lost_record(spec, outcome.key, *outcome.lost,
+                                                       attempts=lost[outcome.key.id()])
                 if spec.fingerprint and record.fingerprint is None:
                     record = record.model_copy(update={"fingerprint": spec.fingerprint})
                 store.append(record)

@@ -82,13 +82,17 @@ def record_of(spec: RunSpec, key: EpisodeKey, seed: int, state: EpisodeState, me
     )
 
 
-def lost_record(spec: RunSpec, key: EpisodeKey, error_type: str, message: str) -> EpisodeRecord:
-    """The record of an episode whose process died under it (``--retry-errors`` reruns it)."""
+def lost_record(spec: RunSpec, key: EpisodeKey, error_type: str, message: str,
+                attempts: int = 1) -> EpisodeRecord:
+    """The record of an episode whose process died under it every time it ran: an infrastructure
+    error (``--retry-errors`` reruns it)."""
     stamp = now()
+    said = f"its worker was lost {attempts} time(s); last: " if attempts > 1 else ""
     return EpisodeRecord(run_id=spec.run_id, key=key, record_id=key.id(), status="error",
                          seed=trial_seed(spec.seed, key.trial, spec.seeding),
-                         error=StageError(stage="worker", type=error_type,
-                                          message=" ".join(message.split())[:2000]),
+                         error=StageError(stage="worker", type=error_type, kind="infrastructure",
+                                          cause="worker_lost",
+                                          message=(said + " ".join(message.split()))[:2000]),
                          started_at=stamp, finished_at=stamp)
 
 

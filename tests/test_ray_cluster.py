@@ -1,0 +1,245 @@
+"""``--backend ray --ray-address`` on a real multi-node Ray cluster: a head and second (and spare)
+nodes started with ``ray start`` on loopback (``testkit.ray_cluster``: own ports, own temp dir,
+every process ended by pid), each node 1 CPU. Each run is a driver process of its own, as a
+user's command is, so this process never joins the cluster.
+
+Checked: the same records as the threads backend (τ², all modes; ToolSandbox in
+``tests/test_toolsandbox_cluster.py``); the
+response cache, served on the driver's node, answering workers on the other node; more workers
+than the nodes hold → exit 2 in one line; a node SIGKILLed mid-run with a spare node → the run
+finishes with no error and no duplicate; without one → exit 3 within a bounded time, and the same
+command finishes the rest once a node is back; no Ray process left behind.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray", reason="the Ray cluster tests need Ray: pip install -e '.[ray]'")
+
+from testkit.ray_cluster import LocalCluster
+from tests.conftest import calls_by_purpose, comparable, read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+MOCK = ["--env", "tau2", "--domain", "mock", "--model", "scripted/roles"]
+LONG = [*MOCK, "--mode", "all", "--tasks", "3", "--trials", "2", "--concurrency", "2", "--no-cache"]
+"""18 episodes, one at a time on each of 2 workers: long enough to lose a node in the middle."""
+
+
+def new_cluster(tmp: Path, *nodes: str) -> LocalCluster:
+    # workers take their environment from their node: the stub's dummy key, one ToolSandbox server
+    cluster = LocalCluster(root=tmp, env={"OPENAI_API_KEY": "test-dummy", "TOOLSANDBOX_SERVERS": "1"})
+    try:
+        cluster.start_head()
+        for name in nodes:
+            cluster.add_node(name)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def end(cluster: LocalCluster) -> None:
+    cluster.stop()
+    assert not cluster.leftovers(), f"Ray processes left behind: {cluster.leftovers()}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A head and one more node, for the cases that lose no node."""
+    c = new_cluster(tmp_path_factory.mktemp("cluster"), "n2")
+    yield c
+    end(c)
+
+
+def driver_env() -> dict[str, str]:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "RAY_AUTH_MODE": "disabled", "COLUMNS": "240",
+           "OPENAI_API_KEY": "test-dummy",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("EVR_RAY_OWNER", None)
+    return env
+
+
+def driver(cluster: LocalCluster, out: Path, *args: str, latency: float = 0.0) -> subprocess.Popen:
+    """``validate`` with scripted roles, on the cluster, in a process of its own."""
+    cmd = [sys.executable, "-m", "testkit.run_scripted", "--latency", str(latency), "--", *args,
+           "--backend", "ray", "--ray-address", cluster.address, "--out", str(out)]
+    return subprocess.Popen(cmd, cwd=ROOT, env=driver_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"the run did not end within {timeout:.0f} s (a hang): {err[-2000:]}")
+    Path(proc.args[-1]).mkdir(parents=True, exist_ok=True)
+    (Path(proc.args[-1]) / "driver.err").write_text(err)
+    return proc.returncode, out, said(err)
+
+
+def said(err: str) -> str:
+    """The driver's stderr without the libraries' log lines (τ² logs at import)."""
+    import re
+
+    kept = [line for line in err.splitlines()
+            if not re.match(r"^(\d{4}-\d\d-\d\d |\s*[\]\[{}\"]|\s*$)", line)]
+    return "\n".join(kept)
+
+
+def lines(out: Path) -> list[dict]:
+    path = out / "records.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def scripted():
+    from testkit import run_scripted
+
+    run_scripted.register()
+    yield
+
+
+def test_a_two_node_cluster_gives_the_threads_records(tmp_path, cluster, scripted, validate):
+    args = [*MOCK, "--mode", "all", "--tasks", "2", "--concurrency", "2", "--no-cache"]
+    code_t, threads = validate(*args, out=tmp_path / "threads")
+    code, out, err = finish(driver(cluster, tmp_path / "ray", *args, "--ray-workers", "2"))
+    assert code_t == code == 0, err[-2000:]
+    on_ray = read_records(tmp_path / "ray")
+    assert len(on_ray) == len(threads) == 6
+    assert comparable(on_ray) == comparable(threads)
+    assert calls_by_purpose(on_ray) == calls_by_purpose(threads), "p0 made once per task, as with threads"
+    assert "workers" in out and "/2 alive" in out, "the progress bar says how many workers are alive"
+
+
+def test_more_workers_than_the_nodes_hold_exit_2_in_one_line(tmp_path, cluster):
+    code, out, err = finish(driver(cluster, tmp_path / "run", *MOCK, "--mode", "direct", "--tasks", "3",
+                                   "--no-cache", "--ray-workers", "3"), timeout=120)
+    said = err.strip().splitlines()
+    assert code == 2, err[-2000:]
+    assert len(said) == 1, said
+    assert "--ray-workers 3" in said[0] and "CPUs 1, 1" in said[0] and "accepted:" in said[0], said
+
+
+def stub_server():
+    spec = importlib.util.spec_from_file_location("stub_server", ROOT / "bench" / "stub_server.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.serve(0, 1.0, ["retail"])  # 1 s a reply: the second worker is built before the end
+
+
+def stub_calls(base: str) -> int:
+    with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
+        return json.load(r)["chat"]
+
+
+def test_the_response_cache_answers_workers_on_every_node(tmp_path, cluster):
+    server = stub_server()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        args = ["--env", "tau2", "--domain", "retail", "--task-ids", "0", "--mode", "direct",
+                "--model", "openai/stub", "--api-base", f"{base}/v1", "--no-judge", "--trials", "6",
+                "--concurrency", "6", "--ray-workers", "2", "--cache-dir", str(tmp_path / "cache")]
+        calls0 = stub_calls(base)
+        code, out, err = finish(driver(cluster, tmp_path / "first", *args))
+        calls1 = stub_calls(base)
+        code2, _, err2 = finish(driver(cluster, tmp_path / "again", *args))
+        calls2 = stub_calls(base)
+    finally:
+        server.shutdown()
+    assert code == code2 == 0, (err + err2)[-2000:]
+    assert "workers 2/2 alive" in out, "both workers (one per node) must have filled the cache"
+    assert calls1 > calls0 and calls2 == calls1, "the second run must be answered from the cache"
+    again = read_records(tmp_path / "again")
+    assert comparable(again) == comparable(read_records(tmp_path / "first"))
+    assert sum(r["usage"]["total"]["cached_calls"] for r in again) == calls1 - calls0
+
+
+# ---- losing a node ----------------------------------------------------------------------------------
+
+def wait_for_records(out: Path, count: int, proc: subprocess.Popen, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while len(lines(out)) < count:
+        assert proc.poll() is None, f"the run ended early: {proc.communicate()[1][-2000:]}"
+        assert time.monotonic() < deadline, "no records came"
+        time.sleep(0.3)
+
+
+def kill_a_worker_node(cluster: LocalCluster, timeout: float = 180) -> str:
+    """SIGKILL a node (not the head: the driver's) once an episode worker runs there (its
+    process is titled ``ray::IDLE`` until the worker is built)."""
+    deadline = time.monotonic() + timeout
+    while not (victims := [n for n in cluster.hosting("EpisodeWorker") if n != "head"]):
+        assert time.monotonic() < deadline, "no worker started on a second node"
+        time.sleep(0.3)
+    cluster.kill_node(victims[0])
+    return victims[0]
+
+
+def assert_clean(rows: list[dict]) -> None:
+    ids = [r["record_id"] for r in rows]
+    assert len(ids) == len(set(ids)), "duplicate records"
+    assert [r["error"] for r in rows if r["status"] != "ok"] == []
+
+
+@pytest.mark.slow
+def test_a_node_lost_mid_run_with_a_spare_costs_nothing(tmp_path, scripted, validate):
+    c = new_cluster(tmp_path / "cluster", "n2", "n3")
+    try:
+        out = tmp_path / "ray"
+        proc = driver(c, out, *LONG, "--ray-workers", "2", latency=0.3)
+        wait_for_records(out, 2, proc)
+        kill_a_worker_node(c)
+        code, _, err = finish(proc, timeout=300)
+    finally:
+        end(c)
+    assert code == 0, err[-2000:]
+    rows = lines(out)
+    assert len(rows) == 18
+    assert_clean(rows)
+    _, threads = validate(*LONG, out=tmp_path / "threads")
+    assert comparable(rows) == comparable(threads)
+    assert calls_by_purpose(rows)["planner"] == calls_by_purpose(threads)["planner"], \
+        "a p0 already returned must not be made again"
+
+
+@pytest.mark.slow
+def test_a_node_lost_without_a_spare_stops_with_exit_3_then_the_same_command_resumes(tmp_path):
+    c = new_cluster(tmp_path / "cluster", "n2")
+    try:
+        out = tmp_path / "ray"
+        args = [*LONG, "--ray-workers", "2", "--ray-placement-timeout", "10"]
+        proc = driver(c, out, *args, latency=0.5)
+        wait_for_records(out, 1, proc)
+        killed_at = time.monotonic()
+        kill_a_worker_node(c)
+        code, stdout, err = finish(proc, timeout=180)
+        took = time.monotonic() - killed_at
+        assert code == 3, err[-2000:]
+        assert "could not be placed within 10 s" in err and "resumes" in err, err[-2000:]
+        assert "workers 1/2 alive" in stdout, stdout[-1000:]
+        assert took < 120, f"{took:.0f} s from the node's death to the stop"
+        first = lines(out)
+        assert 1 <= len(first) < 18
+        assert_clean(first)
+        c.add_node("n2-back")
+        code, _, err = finish(driver(c, out, *args, latency=0.0), timeout=300)
+    finally:
+        end(c)
+    assert code == 0, err[-2000:]
+    rows = lines(out)
+    assert len(rows) == 18 and rows[:len(first)] == first
+    assert_clean(rows)
