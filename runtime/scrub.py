@@ -34,13 +34,17 @@ MIN_SECRET_LENGTH = 8
 
 _PATTERNS = [
     # "Bearer sk-..." in a header echoed into an error body
-    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=:-]{8,}"), r"\1" + REDACTED),
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=:-]{8,}"), r"\1" + REDACTED, ("bearer",)),
     # header or field forms: x-api-key: ..., "api_key": "...", x-goog-api-key=...
     (re.compile(r"""(?i)((?:x-goog-api-key|x-api-key|api[_-]?key|authorization|access[_-]?token)"""
-                r"""["']?\s*[:=]\s*["']?)(?!\[REDACTED\])[^\s"',;&}]{8,}"""), r"\1" + REDACTED),
+                r"""["']?\s*[:=]\s*["']?)(?!\[REDACTED\])[^\s"',;&}]{8,}"""), r"\1" + REDACTED,
+     ("apikey", "api_key", "api-key", "authorization", "accesstoken", "access_token", "access-token")),
     # a key in a URL query (Gemini's ?key=...)
-    (re.compile(r"(?i)([?&]key=)[^\s&\"']{8,}"), r"\1" + REDACTED),
+    (re.compile(r"(?i)([?&]key=)[^\s&\"']{8,}"), r"\1" + REDACTED, ("?key=", "&key=")),
 ]
+"""(pattern, replacement, words one of which must be in the lower-cased text for the pattern
+to match at all): a record of a whole conversation is long, and most hold none of the words,
+so the regular expressions run only where they can match."""
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -62,26 +66,32 @@ def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def scrub(text: str) -> str:
-    """``text`` with every known secret and every credential-shaped value replaced."""
+def scrub(text: str, values: list[str] | None = None) -> str:
+    """``text`` with every known secret (``values``: :func:`secret_values`, read now when not
+    given) and every credential-shaped value replaced."""
     if not text:
         return text
-    for value in secret_values():
+    for value in secret_values() if values is None else values:
         if value in text:
             text = text.replace(value, REDACTED)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    lowered = text.lower() if text.isascii() else None  # non-ASCII: case folding may differ
+    for pattern, replacement, words in _PATTERNS:
+        if lowered is None or any(w in lowered for w in words):
+            text = pattern.sub(replacement, text)
     return text
 
 
-def scrub_data(data: Any) -> Any:
-    """A copy of JSON-like ``data`` with every string scrubbed (keys included)."""
+def scrub_data(data: Any, values: list[str] | None = None) -> Any:
+    """A copy of JSON-like ``data`` with every string scrubbed (keys included); the secrets are
+    read once for the whole structure, not once per string."""
+    if values is None:
+        values = secret_values()
     if isinstance(data, str):
-        return scrub(data)
+        return scrub(data, values)
     if isinstance(data, dict):
-        return {scrub_data(k): scrub_data(v) for k, v in data.items()}
+        return {scrub_data(k, values): scrub_data(v, values) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
-        return [scrub_data(v) for v in data]
+        return [scrub_data(v, values) for v in data]
     return data
 
 

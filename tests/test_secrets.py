@@ -107,3 +107,31 @@ def test_container_logs_pass_through_the_scrubber(tmp_path, monkeypatch):
     proc._save_logs()
     written = (tmp_path / "evr-test-1.log").read_text()
     assert key not in written and "second line" in written and '"exit_code": 0' in written
+
+
+def test_the_word_prefilter_never_changes_what_is_scrubbed():
+    """``scrub`` runs each credential pattern only when one of its words is in the text; on
+    credential forms written in random casing and layouts, inside long record-like text, it
+    gives what running every pattern gives."""
+    import random
+
+    from runtime import scrub as scrub_module
+
+    def every_pattern(text: str) -> str:
+        for pattern, replacement, _ in scrub_module._PATTERNS:
+            text = pattern.sub(replacement, text)
+        return text
+
+    rng = random.Random(7)
+    names = ["Authorization", "x-api-key", "X-Goog-Api-Key", "api_key", "apiKey", "API-KEY",
+             "access_token", "Access-Token", "accesstoken", "bearer", "?key=", "&key="]
+    filler = json.dumps({"key": {"task_id": "12", "mode": "direct"}, "messages": [
+        {"role": "assistant", "content": "Your order #W2378156 has shipped; key facts below."}] * 20})
+    for _ in range(400):
+        name = "".join(c.upper() if rng.random() < 0.5 else c.lower() for c in rng.choice(names))
+        sep = rng.choice([": ", "=", '": "', " = ", ":", " "])
+        secret = "".join(rng.choice("abcdefXYZ0123456789-_.") for _ in range(rng.randint(4, 30)))
+        planted = f"{name}{sep}{secret}" if not name.lower().startswith("bearer") else f"{name} {secret}"
+        cut = rng.randint(0, len(filler))
+        text = filler[:cut] + planted + filler[cut:]
+        assert scrub_module.scrub(text, []) == every_pattern(text), planted
