@@ -45,7 +45,9 @@ def settings(spec: Any, env: str) -> dict[str, Any]:
         "seed": spec.seed,
         "seeding": spec.seeding,
         "max_steps": spec.max_steps,
-        "strategies": sorted(spec.strategies) if "refine" in spec.modes else [],
+        # always the chosen strategies, whatever the modes: a folder made with Plan-first alone
+        # and resumed with every mode is one run, not two
+        "strategies": sorted(spec.strategies),
         "planner": spec.planner,
         "judge": spec.judge,
         "auditor": spec.auditor,

@@ -70,3 +70,22 @@ def test_a_mixed_folder_when_asked_is_recorded_and_reported_per_fingerprint(gold
     assert "records made with 2 different settings" in md
     for fp in summary["fingerprints"]:
         assert f"openai/m (settings {fp})" in md
+
+
+def test_adding_modes_or_tasks_to_a_folder_is_a_resume_not_a_change():
+    """A folder made with Plan-first alone and resumed with every mode (or more tasks) is one run:
+    the same fingerprint, so nothing is refused and the summary shows one fingerprint."""
+    from runtime import fingerprint
+    from runtime.episode.spec import RunSpec
+    from runtime.llm.layer import ModelSpec
+
+    def spec(**change) -> RunSpec:
+        values = dict(run_id="r", env="tau2", domain="mock", task_ids=["0"], modes=["plan-first"],
+                      models={"model": ModelSpec(model="openai/m")})
+        return RunSpec(**{**values, **change})
+
+    first = fingerprint.fingerprint(spec(), "tau2")
+    for later in (spec(modes=["direct", "plan-first", "refine"]), spec(task_ids=["0", "1"])):
+        assert fingerprint.changed_settings(first, fingerprint.fingerprint(later, "tau2")) == []
+    other = fingerprint.fingerprint(spec(modes=["refine"], strategies=["leaky"]), "tau2")
+    assert fingerprint.changed_settings(first, other) == ['strategies ["anti-leak"] → ["leaky"]']
