@@ -131,11 +131,13 @@ def run_tau2(stub: Stub, domain: str, ids: list[str], concurrency: int) -> tuple
 
 
 def runtime_cmd(stub: Stub, domain: str, ids: list[str], concurrency: int, out: Path,
-                trials: int = 1, cache: Path | None = None) -> list[str]:
+                trials: int = 1, cache: Path | None = None, report: bool = False) -> list[str]:
+    """The runtime's command for the same work as ``tau2 run`` (records, no report: ``tau2 run``
+    writes none); ``report=True`` adds the report and explorer a plain run writes by default."""
     cmd = [sys.executable, "-m", "runtime.validate", "--env", "tau2", "--mode", "direct",
            "--domain", domain, "--task-ids", ",".join(ids), "--model", "openai/stub",
            "--api-base", stub.base, "--concurrency", str(concurrency), "--trials", str(trials),
-           "--no-judge", "--out", str(out)]
+           "--no-judge", "--out", str(out), *([] if report else ["--no-report"])]
     return cmd + (["--cache-dir", str(cache)] if cache else ["--no-cache"])
 
 
@@ -152,10 +154,11 @@ def check_scored(out: Path, expected: int) -> list[dict]:
 
 
 def run_runtime(stub: Stub, domain: str, ids: list[str], concurrency: int, trials: int = 1,
-                env: dict[str, str] | None = None) -> tuple[float, float, float]:
+                env: dict[str, str] | None = None, report: bool = False) -> tuple[float, float, float]:
     """Wall seconds, peak RSS (MB) and CPU seconds of one ``runtime.validate`` run."""
     with tempfile.TemporaryDirectory() as out:
-        wall, rss, cpu = timed_cpu(runtime_cmd(stub, domain, ids, concurrency, Path(out), trials), env)
+        wall, rss, cpu = timed_cpu(runtime_cmd(stub, domain, ids, concurrency, Path(out), trials,
+                                               report=report), env)
         check_scored(Path(out), len(ids) * trials)
     return wall, rss, cpu
 
@@ -165,8 +168,9 @@ def run_runtime(stub: Stub, domain: str, ids: list[str], concurrency: int, trial
 def anchor(args) -> str:
     """Episodes per second of ``tau2 run`` and of ``runtime.validate --mode direct``."""
     lines = ["| domain | latency | episodes | concurrency | `tau2 run` (s) | runtime (s) | runtime, DB cache off (s) "
-             "| `tau2 run` ep/s | runtime ep/s | runtime ÷ `tau2 run` | CPU s: `tau2 run` / runtime | CPU ratio |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| `tau2 run` ep/s | runtime ep/s | runtime ÷ `tau2 run` | CPU s: `tau2 run` / runtime | CPU ratio "
+             "| runtime with its report (s) | ratio with the report |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     c = args.concurrency[0]
     for latency in args.latency:
         with Stub(latency) as stub:
@@ -175,10 +179,12 @@ def anchor(args) -> str:
                 t_tau2, cpu_tau2 = run_tau2(stub, domain, ids, c)
                 t_rt, _, cpu_rt = run_runtime(stub, domain, ids, c)
                 t_off, _, _ = run_runtime(stub, domain, ids, c, env={"EVR_TAU2_DB_CACHE": "0"})
+                t_rep, _, _ = run_runtime(stub, domain, ids, c, report=True)
                 n = len(ids)
                 lines.append(f"| {domain} | {latency * 1000:.0f} ms | {n} | {c} | {t_tau2:.1f} | {t_rt:.1f} | "
                              f"{t_off:.1f} | {n / t_tau2:.2f} | {n / t_rt:.2f} | **{t_tau2 / t_rt:.2f}×** | "
-                             f"{cpu_tau2:.1f} / {cpu_rt:.1f} | {cpu_tau2 / cpu_rt:.2f}× |")
+                             f"{cpu_tau2:.1f} / {cpu_rt:.1f} | {cpu_tau2 / cpu_rt:.2f}× | {t_rep:.1f} | "
+                             f"{t_tau2 / t_rep:.2f}× |")
                 print(lines[-1], file=sys.stderr, flush=True)
     return "\n".join(lines)
 
