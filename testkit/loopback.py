@@ -25,7 +25,7 @@ from typing import Callable
 FAULTS = ("429", "500", "400", "hang", "garbage", "no_choices", "empty", "truncate_args", "reset")
 
 
-class _Server:
+class LoopbackServer:
     """A threading HTTP server on 127.0.0.1 with a free port; use as a context manager."""
 
     def __init__(self, handler: type[BaseHTTPRequestHandler]):
@@ -64,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class EchoServer(_Server):
+class EchoServer(LoopbackServer):
     """Answers every POST with ``status`` and the request's headers and path in the error body;
     with status 200, a minimal chat completion whose text is ``ok`` (a keyless local server)."""
 
@@ -91,7 +91,7 @@ class _EchoHandler(_Handler):
         self._reply(owner.status, json.dumps({"error": {"message": echoed, "type": "auth"}}).encode())
 
 
-class FaultProxy(_Server):
+class FaultProxy(LoopbackServer):
     """Forwards to ``upstream``; ``schedule(n, body)`` names the fault for the n-th call (0-based)
     or returns None to pass it through. ``hang_s``: how long a hang lasts."""
 

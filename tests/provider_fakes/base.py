@@ -10,10 +10,11 @@ the wire, never a model.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
+
+from testkit.loopback import LoopbackServer
 
 
 class Refused(Exception):
@@ -57,8 +58,8 @@ class Answer:
 Script = Callable[[Turn], Answer]
 
 
-class FakeProvider:
-    """One provider's fake on 127.0.0.1; a context manager. Subclasses implement ``route``
+class FakeProvider(LoopbackServer):
+    """One provider's fake on 127.0.0.1 (a ``testkit.loopback.LoopbackServer``); a context manager. Subclasses implement ``route``
     (is this path ours), ``decode`` (raise :class:`Refused` or return a Turn), ``encode``
     (status, headers, body) and ``error_body``."""
 
@@ -66,10 +67,8 @@ class FakeProvider:
 
     def __init__(self, script: Script):
         self.script = script
-        self.requests: list[dict[str, Any]] = []
         self.refusals: list[Refused] = []
         self.turns: list[Turn] = []
-        self.lock = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -90,10 +89,7 @@ class FakeProvider:
             def log_message(self, *args) -> None:  # quiet
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        super().__init__(Handler)  # requests, lock, url; serving from here on
 
     @property
     def api_base(self) -> str:
@@ -130,17 +126,6 @@ class FakeProvider:
 
     def error_body(self, refused: Refused) -> Any:
         raise NotImplementedError
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 def first(mapping: dict[str, Any], *names: str, default: Any = None) -> Any:
     """The value of the first of ``names`` present: providers' JSON takes camelCase and

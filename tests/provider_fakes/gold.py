@@ -15,7 +15,7 @@ import importlib.util
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from runtime.llm.provider_rules import OPENING_USER_TURN
 from tests.provider_fakes.base import Answer, Turn
@@ -65,15 +65,7 @@ class GoldScript:
     def __call__(self, turn: Turn) -> Answer:
         if turn.schema is not None:
             return Answer(text=json.dumps(instance(turn.schema)))
-        messages = [{"role": "system", "content": turn.system}]
-        for m in turn.messages:
-            if m["role"] == "user" and m.get("content") == OPENING_USER_TURN:
-                continue
-            messages.append({**m, "tool_calls": m.get("tool_calls") or None})
-        reply = self.replay.answer({"messages": messages})
-        calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
-                 for c in reply.get("tool_calls") or []]
-        return Answer(text=reply.get("content"), calls=calls)
+        return _answer(self.replay.answer({"messages": _chat(turn, lambda calls: calls)}))
 
 
 class ToolSandboxGoldScript:
@@ -90,16 +82,27 @@ class ToolSandboxGoldScript:
     def __call__(self, turn: Turn) -> Answer:
         if turn.schema is not None:
             return Answer(text=json.dumps(instance(turn.schema)))
-        messages = [{"role": "system", "content": turn.system}]
-        for m in turn.messages:
-            if m["role"] == "user" and m.get("content") == OPENING_USER_TURN:
-                continue
-            calls = [{"id": c["id"], "type": "function",
-                      "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-                     for c in m.get("tool_calls") or []]
-            messages.append({**m, "tool_calls": calls or None})
+        messages = _chat(turn, lambda calls: [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in calls])
         purpose = "user" if "end_conversation" in turn.tools else "executor"
-        reply = self.gold({"messages": messages}, {"task_id": self.task_id, "purpose": purpose})
-        calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
-                 for c in reply.get("tool_calls") or []]
-        return Answer(text=reply.get("content"), calls=calls)
+        return _answer(self.gold({"messages": messages}, {"task_id": self.task_id, "purpose": purpose}))
+
+
+def _chat(turn: Turn, openai_calls: Callable[[list[dict]], list[dict]]) -> list[dict]:
+    """The turn as the OpenAI-style conversation a gold replay reads: its system text first, the
+    opening user turn the runtime adds for some providers left out, each message's tool calls
+    in the form ``openai_calls`` gives them (``None`` when it has none)."""
+    messages = [{"role": "system", "content": turn.system}]
+    for m in turn.messages:
+        if m["role"] == "user" and m.get("content") == OPENING_USER_TURN:
+            continue
+        messages.append({**m, "tool_calls": openai_calls(m.get("tool_calls") or []) or None})
+    return messages
+
+
+def _answer(reply: dict) -> Answer:
+    """A gold replay's OpenAI-style reply as the fake's answer."""
+    calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+             for c in reply.get("tool_calls") or []]
+    return Answer(text=reply.get("content"), calls=calls)
