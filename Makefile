@@ -41,7 +41,6 @@ docker-ci: $(STAMP)
 # about 20 minutes on 2 cores. Their output replaces the measured block of bench/RESULTS.md.
 bench: $(STAMP)
 	$(PY) bench/runtime_vs_tau2.py all --write bench/RESULTS.md
-	$(PY) bench/cli_startup.py --runs 7 --write bench/RESULTS.md
 	$(PY) bench/explorer_report.py --write bench/RESULTS.md
 	$(PY) bench/model_call_cpu.py --calls 500 --rounds 5 --write bench/RESULTS.md
 

@@ -8,6 +8,7 @@ from start to exit, their peak RSS read from ``wait4``.
 
     python bench/runtime_vs_tau2.py anchor   --tasks 30 --concurrency 4 --latency 0 0.2
     python bench/runtime_vs_tau2.py scaling  --latency 1 --concurrency 1 4 16 32 64
+    python bench/runtime_vs_tau2.py startup  --runs 7   # bench/cli_startup.py's block
     python bench/runtime_vs_tau2.py overhead --tasks 20
     python bench/runtime_vs_tau2.py embedded
     python bench/runtime_vs_tau2.py all --write bench/RESULTS.md   # what `make bench` runs
@@ -165,12 +166,27 @@ def run_runtime(stub: Stub, domain: str, ids: list[str], concurrency: int, trial
 
 # ---- the measurements ----------------------------------------------------------------------------
 
+RUN_IMPORTS = ("import runtime.build, runtime.cli, runtime.backends, envs.tau2, envs.tau2.episode, "
+               "runtime.reports.summary")
+"""What a run imports before its first episode (litellm, LangGraph, τ², the runtime)."""
+
+
+def import_floor(runs: int = 3) -> float:
+    """Median wall seconds of a process that only imports what a run imports, then ends as the
+    commands do: no runner that imports the same libraries can finish faster than this."""
+    code = RUN_IMPORTS + "; from runtime.process_end import end; end(0)"
+    return statistics.median(timed([sys.executable, "-c", code])[0] for _ in range(runs))
+
+
 def anchor(args) -> str:
-    """Episodes per second of ``tau2 run`` and of ``runtime.validate --mode direct``."""
+    """Episodes per second of ``tau2 run`` and of ``runtime.validate --mode direct``, beside the
+    import floor measured in the same run (the bound on the ratio: ``tau2 run``'s time over the
+    imports the runtime shares with it)."""
     lines = ["| domain | latency | episodes | concurrency | `tau2 run` (s) | runtime (s) | runtime, DB cache off (s) "
              "| `tau2 run` ep/s | runtime ep/s | runtime ÷ `tau2 run` | CPU s: `tau2 run` / runtime | CPU ratio "
-             "| runtime with its report (s) | ratio with the report |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| runtime with its report (s) | ratio with the report | imports alone (s) "
+             "| bound: `tau2 run` ÷ imports |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     c = args.concurrency[0]
     for latency in args.latency:
         with Stub(latency) as stub:
@@ -180,11 +196,12 @@ def anchor(args) -> str:
                 t_rt, _, cpu_rt = run_runtime(stub, domain, ids, c)
                 t_off, _, _ = run_runtime(stub, domain, ids, c, env={"EVR_TAU2_DB_CACHE": "0"})
                 t_rep, _, _ = run_runtime(stub, domain, ids, c, report=True)
+                floor = import_floor()
                 n = len(ids)
                 lines.append(f"| {domain} | {latency * 1000:.0f} ms | {n} | {c} | {t_tau2:.1f} | {t_rt:.1f} | "
                              f"{t_off:.1f} | {n / t_tau2:.2f} | {n / t_rt:.2f} | **{t_tau2 / t_rt:.2f}×** | "
                              f"{cpu_tau2:.1f} / {cpu_rt:.1f} | {cpu_tau2 / cpu_rt:.2f}× | {t_rep:.1f} | "
-                             f"{t_tau2 / t_rep:.2f}× |")
+                             f"{t_tau2 / t_rep:.2f}× | {floor:.1f} | {t_tau2 / floor:.2f}× |")
                 print(lines[-1], file=sys.stderr, flush=True)
     return "\n".join(lines)
 
@@ -285,6 +302,14 @@ def overhead(args) -> str:
     return "\n".join(out_lines)
 
 
+def startup(args) -> str:
+    """How fast the commands answer and the fixed start (``bench/cli_startup.py``), measured in
+    the same run as the anchor so the two blocks share one machine state."""
+    from cli_startup import measure
+
+    return measure(args.runs)
+
+
 def embedded(args) -> str:
     """The README's default run (`make run`), cold: see ``bench/embedded_run.py``."""
     from embedded_run import measure
@@ -302,6 +327,8 @@ def _flags(sub: argparse.Namespace, name: str) -> str:
                 + " ".join(str(c) for c in sub.concurrency))
     if name == "overhead":
         return f" --tasks {sub.tasks}"
+    if name == "startup":
+        return f" --runs {sub.runs}"
     return ""
 
 
@@ -329,18 +356,21 @@ def machine() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["anchor", "scaling", "overhead", "embedded", "all"])
+    parser.add_argument("what", nargs="+", choices=["anchor", "startup", "scaling", "overhead", "embedded", "all"],
+                        help="the parts to measure, in this order, in one run")
     parser.add_argument("--tasks", type=int, default=30)
     parser.add_argument("--latency", type=float, nargs="+")
     parser.add_argument("--concurrency", type=int, nargs="+")
     parser.add_argument("--waves", type=int, default=4, help="scaling: episodes = waves × concurrency")
+    parser.add_argument("--runs", type=int, default=7, help="startup: runs of each command")
     parser.add_argument("--write", type=Path, help="replace each measured part's block in FILE")
     args = parser.parse_args()
     parts = {"anchor": ("Against `tau2 run`", anchor, [0.0, 0.2], [4]),
+             "startup": ("How fast the commands answer, and the fixed start", startup, None, None),
              "scaling": ("Scaling and memory", scaling, [1.0], [1, 4, 16, 32, 64]),
              "overhead": ("Overheads", overhead, None, None),
              "embedded": ("Embedded default", embedded, None, None)}
-    chosen = list(parts) if args.what == "all" else [args.what]
+    chosen = list(parts) if "all" in args.what else list(dict.fromkeys(args.what))
     for name in chosen:
         title, fn, latency, concurrency = parts[name]
         sub = argparse.Namespace(**vars(args))
@@ -355,7 +385,11 @@ def main() -> int:
                  f"{os.getloadavg()[0]:.1f} at the end. Command: `python bench/runtime_vs_tau2.py "
                  f"{name}{_flags(sub, name)}` ({took:.0f} s to measure).\n\n{body}")
         print(block + "\n", flush=True)
-        if args.write:
+        if args.write and name == "startup":
+            from cli_startup import MARKS
+
+            replace_between(args.write, *MARKS, block)
+        elif args.write:
             write_block(args.write, name, block)
     return 0
 

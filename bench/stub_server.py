@@ -32,8 +32,10 @@ import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from testkit.loopback import BackloggedHTTPServer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -211,10 +213,9 @@ def make_handler(replay: Replay, latency: float):
 
 
 def serve(port: int, latency: float, domains: list[str], task_ids: list[str] | None = None,
-          sabotage: bool = False) -> ThreadingHTTPServer:
+          sabotage: bool = False) -> BackloggedHTTPServer:
     replay = Replay(domains, task_ids, sabotage)
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(replay, latency))
-    server.daemon_threads = True
+    server = BackloggedHTTPServer(("127.0.0.1", port), make_handler(replay, latency))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

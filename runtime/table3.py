@@ -77,10 +77,8 @@ def check_cells(config: Table3Config, source: Path, dry_run: bool, say) -> None:
     """Every environment cell's domains and split exist — before anything runs or is written.
     On a dry run an environment that is not set up yet is only reported."""
     from envs import EnvError, get_environment
-    from envs.base import TaskSelection
 
     for i, cell in enumerate(config.environments):
-        where = f"{source}: environments.{i}"
         try:
             env = get_environment(cell.env)
             known = env.domains()
@@ -88,15 +86,39 @@ def check_cells(config: Table3Config, source: Path, dry_run: bool, say) -> None:
             if dry_run:
                 say(f"[yellow]{cell.env} is not available ({escape(str(exc))}); its domains are not checked[/]")
                 continue
-            raise UsageError(f"{where}.env = {cell.env!r}: {exc}") from exc
-        for domain in cell.domains:
-            if domain not in known:
-                raise UsageError(f"{where}.domains: unknown {cell.env} domain {domain!r}; "
-                                 f"accepted: {', '.join(known)}")
-            try:
-                env.select(TaskSelection(domain=domain, split=cell.split))
-            except (EnvError, ValueError) as exc:
-                raise UsageError(f"{where}.split = {cell.split!r}: {exc}") from exc
+            raise UsageError(f"{source}: environments.{i}.env = {cell.env!r}: {exc}") from exc
+        _check_domains(f"{source}: environments.{i}", cell, known, env.select)
+
+
+def refuse_cells_early(config: Table3Config, source: Path) -> None:
+    """:func:`check_cells` from the catalogues an earlier command remembered (``envs.catalogue``),
+    before the benchmarks are imported; a domain nothing is remembered for waits for the full
+    check."""
+    from envs.catalogue import remembered
+    from envs.registry import ENVIRONMENTS
+
+    for i, cell in enumerate(config.environments):
+        spec = ENVIRONMENTS.get(cell.env)
+        found = remembered(cell.env, spec.catalogue_source) if spec and spec.catalogue_source else None
+        if found is not None:
+            def select(selection, found=found):
+                return found.select(selection) if found.knows(selection.domain) else []
+
+            _check_domains(f"{source}: environments.{i}", cell, found.domains, select)
+
+
+def _check_domains(where: str, cell, known: list[str], select) -> None:
+    from envs import EnvError
+    from envs.base import TaskSelection
+
+    for domain in cell.domains:
+        if domain not in known:
+            raise UsageError(f"{where}.domains: unknown {cell.env} domain {domain!r}; "
+                             f"accepted: {', '.join(known)}")
+        try:
+            select(TaskSelection(domain=domain, split=cell.split))
+        except (EnvError, ValueError) as exc:
+            raise UsageError(f"{where}.split = {cell.split!r}: {exc}") from exc
 
 
 def read_sample(path: Path) -> dict[str, dict[str, list[str]]]:
@@ -251,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         config = with_options(load_config(args.config), args)
+        refuse_cells_early(config, args.config)  # before the heavy imports
         from runtime.build import build_run, open_folder
         from runtime.store import RunStore
 

@@ -18,6 +18,7 @@ from runtime import config as cfg
 from runtime.args import add_budget_options, command_parser
 from runtime.cli import guarded
 from runtime.config import RunConfig
+from runtime.preflight import refuse_early
 from runtime.records import MODES
 
 # What runs episodes (litellm, LangGraph, τ², rich's progress) is imported in ``main`` once the
@@ -110,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         config = load_config(args)
+        refuse_early(config)  # what an earlier command learnt, before the heavy imports
         from rich.console import Console
 
         from runtime.build import build_run

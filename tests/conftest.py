@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Facts the commands remember between runs (envs.facts) go to a folder of this session's, so a
+# test neither reads a developer's nor leaves its own behind.
+os.environ.setdefault("EVR_FACTS_HOME", tempfile.mkdtemp(prefix="evr-facts-"))
 
 import json  # noqa: E402
 from collections import Counter  # noqa: E402

@@ -9,7 +9,9 @@ import threading
 from tau2.data_model.tasks import Task
 from tau2.registry import registry
 
-from envs.base import ReferenceAction, Supervision, TaskSelection, TaskView, UnknownTaskError
+from envs.base import ReferenceAction, Supervision, TaskSelection, TaskView
+from envs.catalogue import Catalogue, remember, unknown_domain
+from envs.registry import ENVIRONMENTS
 
 
 _ONCE_LOCK = threading.RLock()
@@ -29,16 +31,22 @@ def once_per_process(fn):
     return wrapper
 
 
+SOURCE = ENVIRONMENTS["tau2"].catalogue_source
+LABEL = "τ²-bench"
+
+
+@once_per_process
 def domains() -> list[str]:
-    return sorted(registry.get_domains())
+    """τ²'s registered domains (remembered for the commands' early check)."""
+    found = sorted(registry.get_domains())
+    remember("tau2", SOURCE, Catalogue(label=LABEL, domains=found))
+    return found
 
 
 @once_per_process
 def _tasks(domain: str) -> dict[str, Task]:
     if domain not in registry.get_domains():
-        raise UnknownTaskError(
-            f"unknown τ²-bench domain {domain!r}; accepted: {', '.join(domains())}"
-        )
+        raise unknown_domain(LABEL, domain, domains())
     return {t.id: t for t in registry.get_tasks_loader(domain)()}
 
 
@@ -50,6 +58,16 @@ def splits(domain: str) -> dict[str, list[str]]:
     except Exception:  # noqa: BLE001 - τ² raises a bare error for domains without splits
         loader = None
     return dict(loader()) if loader else {}
+
+
+@once_per_process
+def catalogue(domain: str) -> Catalogue:
+    """The domain's ids and splits as plain data, remembered for the next command's early
+    check (``envs.catalogue``)."""
+    found = Catalogue(label=LABEL, domains=domains(), tasks={domain: list(_tasks(domain))},
+                      splits={domain: {k: list(v) for k, v in splits(domain).items()}})
+    remember("tau2", SOURCE, found)
+    return found
 
 
 @once_per_process
@@ -79,38 +97,14 @@ def policy_and_tools(domain: str) -> tuple[str, list[dict]]:
 def task(domain: str, task_id: str) -> Task:
     tasks = _tasks(domain)
     if task_id not in tasks:
-        sample = ", ".join(list(tasks)[:5])
-        raise UnknownTaskError(
-            f"unknown task id {task_id!r} in τ²-bench domain {domain!r}; "
-            f"accepted: {len(tasks)} ids such as {sample}"
-        )
+        catalogue(domain).check_task(domain, task_id)
     return tasks[task_id]
 
 
 def select(selection: TaskSelection) -> list[str]:
     """Task ids in the benchmark's order: explicit ids, else a split (default ``base``)."""
-    tasks = _tasks(selection.domain)
-    if selection.ids:
-        for task_id in selection.ids:
-            task(selection.domain, task_id)
-        return list(selection.ids)
-    available = splits(selection.domain)
-    split = selection.split or ("base" if "base" in available else None)
-    if split is None:
-        ids = list(tasks)
-    elif split not in available:
-        accepted = ", ".join(sorted(available)) or "(this domain has no splits)"
-        raise UnknownTaskError(
-            f"unknown split {split!r} for τ²-bench domain {selection.domain!r}; accepted: {accepted}"
-        )
-    else:
-        ids = [i for i in available[split] if i in tasks]
-    if selection.count is not None:
-        import random
-
-        rng = random.Random(selection.seed)
-        ids = sorted(rng.sample(ids, min(selection.count, len(ids))), key=ids.index)
-    return ids
+    _tasks(selection.domain)  # validates the domain
+    return catalogue(selection.domain).select(selection)
 
 
 def split_task(domain: str, task_obj: Task, policy: str, tools: list[dict]) -> tuple[TaskView, Supervision]:

@@ -37,6 +37,7 @@ from typing import Any, Callable
 import litellm
 
 from evrcore.chat import ChatReply, extract_json
+from runtime.llm import credentials
 from runtime.llm.breaker import CircuitBreaker
 from runtime.llm.provider_rules import (ORDINARY_FINISH, Fault, fault_of, native_finish,
                                         portable_messages, portable_tools, retry_hint)
@@ -538,19 +539,19 @@ def _short(exc: Exception) -> str:
 
 
 def check_credentials(spec: ModelSpec) -> None:
-    """Fail early, in one line, when the provider's API key is not in the environment."""
-    if spec.api_base or spec.model.startswith(("local/", "scripted/", "ollama", "hosted_vllm/")):
+    """Fail early, in one line, when the provider's API key is not in the environment; what
+    litellm said is remembered for the next command's early check (``runtime.llm.credentials``)."""
+    if not credentials.needs_check(spec.model, spec.api_base):
         return
     try:
         report = litellm.validate_environment(model=spec.model)
     except Exception:  # noqa: BLE001 - unknown providers are litellm's to reject at call time
         return
     missing = report.get("missing_keys") or []
-    if not report.get("keys_in_environment", True) and missing:
-        raise ModelConfigError(
-            f"model {spec.model!r} needs {', '.join(missing)} in the environment "
-            "(or pass --api-base for an OpenAI-compatible server)"
-        )
+    refused = not report.get("keys_in_environment", True) and missing
+    credentials.remember_missing(spec.model, list(missing) if refused else [])
+    if refused:
+        raise ModelConfigError(credentials.missing_message(spec.model, missing))
 
 
 def check_provider(spec: ModelSpec) -> None:

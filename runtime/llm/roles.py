@@ -74,3 +74,16 @@ def resolve(configured: Mapping[str, str | None], default: str) -> dict[str, str
 def any_configured(configured: Mapping[str, str | None]) -> bool:
     """Whether any role has a model of its own (else every role uses the default)."""
     return any(configured.get(role) for role in ROLES)
+
+
+def endpoint(role: str, api_base: str | None, critic_api_base: str | None,
+             user_api_base: str | None) -> str | None:
+    """The endpoint a role's calls go to: ``--api-base`` for the tested model, ``--user-api-base``
+    (else ``--api-base``) for the user, ``--critic-api-base`` (else ``--api-base``) for the
+    critic, judge and auditor."""
+    if role == "model":
+        return api_base
+    if role == "user_model":
+        return user_api_base or api_base
+    return critic_api_base or api_base
+
