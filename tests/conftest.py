@@ -52,6 +52,18 @@ def calls_by_purpose(rows: list[dict]) -> Counter:
     return total
 
 
+def stub_server():
+    """``bench/stub_server.py`` as a module (bench/ is no package): the gold stub that replays
+    τ²'s reference solutions for agent and user (``serve``, ``Replay``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "stub_server", Path(__file__).resolve().parents[1] / "bench" / "stub_server.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def read_records(run_dir: Path) -> list[dict]:
     path = Path(run_dir) / "records.jsonl"
     if not path.exists():

@@ -11,7 +11,6 @@ cache); the rest of the flag matrix is ``slow``. Ray is started once for the mod
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import re
 from collections import Counter
@@ -22,7 +21,7 @@ import pytest
 pytest.importorskip("ray", reason="the Ray backend tests need Ray: pip install -e '.[ray]'")
 
 from testkit.loopback import EchoServer, FaultProxy, agent_call
-from tests.conftest import calls_by_purpose, comparable, read_records
+from tests.conftest import calls_by_purpose, comparable, read_records, stub_server as load_stub_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTED = ["--env", "tau2", "--domain", "mock", "--model", "scripted/roles", "--tasks", "2"]
@@ -61,9 +60,7 @@ def worker_roles(monkeypatch):
 @pytest.fixture(scope="module")
 def gold_stub():
     """``bench/stub_server.py``: replays τ²'s reference solution for agent and user."""
-    spec = importlib.util.spec_from_file_location("stub_server", ROOT / "bench" / "stub_server.py")
-    stub = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stub)
+    stub = load_stub_server()
     # the tasks these tests play: mock tasks that share a user scenario cannot be told apart by it
     server = stub.serve(0, 0.0, ["mock"], ["create_task_1", "update_task_1", "impossible_task_1",
                                            "update_task_with_initialization_data"])

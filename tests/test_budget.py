@@ -120,3 +120,31 @@ def test_episode_limit_mid_conversation_keeps_what_happened(validate, roles, tmp
     assert full[0]["termination"] != "limit:tokens"
     assert cut["termination"] == "limit:tokens" and cut["score"] == 0.0
     assert 1 < cut["turns"] < full[0]["turns"]
+
+
+def test_a_cached_replay_stops_at_the_token_limit_where_the_first_run_stopped(validate, tmp_path):
+    """Answers replayed from the response cache count the tokens their first calls used toward
+    the episode's limit (not toward what the run spent), so a re-run from the cache is the same
+    experiment: on the earlier layer a replay counted none and played past the limit."""
+    from tests.conftest import stub_server
+
+    server = stub_server().serve(0, 0.0, ["mock"], ["create_task_1"])
+    try:
+        args = ["--env", "tau2", "--domain", "mock", "--mode", "direct", "--task-ids", "create_task_1",
+                "--model", "openai/m", "--api-base", f"http://127.0.0.1:{server.server_address[1]}/v1",
+                "--concurrency", "1", "--no-report"]
+        _, (full,) = validate(*args, "--no-cache", out=tmp_path / "full")
+        tokens = full["usage"]["total"]["prompt_tokens"] + full["usage"]["total"]["completion_tokens"]
+        limited = [*args, "--episode-max-tokens", str(tokens // 2)]
+        _, (first,) = validate(*limited, out=tmp_path / "first")
+        _, (again,) = validate(*limited, out=tmp_path / "again")  # the same cache folder
+    finally:
+        server.shutdown()
+    assert full["termination"] != "limit:tokens" and first["termination"] == "limit:tokens"
+    assert 1 < first["turns"] < full["turns"]
+    assert (again["termination"], again["turns"], again["score"]) == (
+        first["termination"], first["turns"], first["score"])
+    spent, used = again["usage"]["total"], first["usage"]["total"]
+    assert spent["cached_calls"] == spent["calls"] > 0
+    assert spent["prompt_tokens"] == spent["completion_tokens"] == 0 and spent["cost_usd"] == 0
+    assert spent["replayed_tokens"] == used["prompt_tokens"] + used["completion_tokens"]

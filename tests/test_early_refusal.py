@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from envs.base import UnknownTaskError
-from envs.catalogue import remembered
+from envs.catalogue import remember, remembered
 from envs.registry import ENVIRONMENTS
 from runtime.config import RunConfig, UsageError
 from runtime.preflight import refuse_early, task_selection
 
 ROOT = Path(__file__).resolve().parents[1]
-PROBE = ("import sys; from runtime.validate import main; rc = main(sys.argv[1:]); "
-         "print('HEAVY', sorted(m for m in ('tau2', 'litellm', 'langgraph') if m in sys.modules)); "
+PROBE = ("import json, sys; from runtime.validate import main; rc = main(sys.argv[1:]); "
+         "print('HEAVY', json.dumps(sorted(m for m in ('tau2', 'litellm', 'langgraph') if m in sys.modules))); "
          "sys.exit(rc)")
 
 BAD = {
@@ -44,9 +44,9 @@ def probe(args: list[str], home: Path) -> tuple[int, str, list[str]]:
     env.update(EVR_FACTS_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
     done = subprocess.run([sys.executable, "-c", PROBE, "--env", "tau2", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
-    heavy = next((line for line in done.stdout.splitlines() if line.startswith("HEAVY")), "HEAVY []")
+    heavy = next((line for line in done.stdout.splitlines() if line.startswith("HEAVY ")), "HEAVY []")
     error = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error:")]
-    return done.returncode, error[-1] if error else "", eval(heavy[len("HEAVY "):])  # noqa: S307 - our own print
+    return done.returncode, error[-1] if error else "", json.loads(heavy[len("HEAVY "):])
 
 
 @pytest.mark.parametrize("kind", sorted(BAD))
@@ -76,16 +76,12 @@ def test_a_stale_catalogue_is_not_used(tmp_path, monkeypatch):
     monkeypatch.setenv("EVR_FACTS_HOME", str(tmp_path))
     from envs.tau2 import tasks
 
-    tasks.catalogue.cache_clear()
-    tasks.domains.cache_clear()
-    tasks.catalogue("retail")
     source = ENVIRONMENTS["tau2"].catalogue_source
+    remember("tau2", source, tasks.catalogue("retail"))  # what a run of this process remembered
     assert remembered("tau2", source) is not None
     monkeypatch.setattr("envs.catalogue.source_key", lambda source: "another-tau2")
     assert remembered("tau2", source) is None
     refuse_early(RunConfig(env="tau2", domain="nope"))  # nothing remembered for this τ²: no refusal
-    tasks.catalogue.cache_clear()
-    tasks.domains.cache_clear()
 
 
 def test_an_unwritable_facts_folder_costs_nothing_but_speed(tmp_path):
@@ -126,8 +122,9 @@ def test_never_refuses_what_the_full_check_accepts(tmp_path, monkeypatch):
     monkeypatch.setenv("EVR_FACTS_HOME", str(tmp_path))
     from envs.tau2 import tasks
 
-    tasks.catalogue.cache_clear()
-    tasks.domains.cache_clear()
+    source = ENVIRONMENTS["tau2"].catalogue_source
+    for domain in tasks.domains():
+        remember("tau2", source, tasks.catalogue(domain))
     ids = {d: list(tasks.catalogue(d).tasks[d]) for d in tasks.domains()}
     splits = {d: tasks.splits(d) for d in ids}
     tally = {"both refused, same line": 0, "both accepted": 0, "only the full check refused": 0}
@@ -160,5 +157,3 @@ def test_never_refuses_what_the_full_check_accepts(tmp_path, monkeypatch):
     print(json.dumps(tally))
     assert tally["both accepted"] > 50 and tally["both refused, same line"] > 50
     assert tally["only the full check refused"] == 0  # every domain was remembered: all decided early
-    tasks.catalogue.cache_clear()
-    tasks.domains.cache_clear()

@@ -13,7 +13,7 @@ import runtime.llm.layer as layer_module
 from runtime import validate
 from runtime.llm.layer import Meter, ModelError, ModelLayer, ModelSpec, ResponseCache
 from testkit.loopback import EchoServer, FaultProxy, agent_call
-from tests.conftest import read_records
+from tests.conftest import read_records, stub_server as load_stub_server
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -128,13 +128,7 @@ def test_a_response_without_choices_is_retried_and_never_cached(tmp_path):
 @pytest.fixture(scope="module")
 def gold_stub():
     """``bench/stub_server.py``: replays τ²'s reference solution for agent and user."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "bench" / "stub_server.py"
-    spec = importlib.util.spec_from_file_location("stub_server", path)
-    stub = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stub)
+    stub = load_stub_server()
     # the tasks these tests play: mock tasks that share a user scenario cannot be told apart by it
     server = stub.serve(0, 0.0, ["mock"], ["create_task_1", "update_task_1", "impossible_task_1",
                                            "update_task_with_initialization_data"])

@@ -6,7 +6,6 @@ servers (``testkit.loopback``) in front of the gold-replaying stub."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -18,7 +17,7 @@ from runtime.failures import CAUSES, error_cause, error_kind
 from runtime.llm.breaker import CircuitBreaker
 from runtime.llm.layer import Meter, ModelError, ModelLayer, ModelSpec, ResponseCache
 from testkit.loopback import EchoServer, FaultProxy, agent_call
-from tests.conftest import read_records
+from tests.conftest import read_records, stub_server as load_stub_server
 
 HELLO = [{"role": "user", "content": "hello"}]
 TASK = "update_task_with_initialization_data"
@@ -27,10 +26,7 @@ TASK = "update_task_with_initialization_data"
 @pytest.fixture(scope="module")
 def gold_stub():
     """``bench/stub_server.py``: replays τ²'s reference solution for agent and user."""
-    path = Path(__file__).resolve().parents[1] / "bench" / "stub_server.py"
-    spec = importlib.util.spec_from_file_location("stub_server", path)
-    stub = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stub)
+    stub = load_stub_server()
     # the tasks these tests play: mock tasks that share a user scenario cannot be told apart by it
     server = stub.serve(0, 0.0, ["mock"], [TASK, "create_task_1"])
     yield f"http://127.0.0.1:{server.server_address[1]}"

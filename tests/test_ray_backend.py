@@ -10,7 +10,6 @@ after Ctrl-C or SIGKILL of the driver. Ray is started once for the module.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 import signal
@@ -26,7 +25,7 @@ import pytest
 pytest.importorskip("ray", reason="the Ray backend tests need Ray: pip install -e '.[ray]'")
 psutil = pytest.importorskip("psutil", reason="the process checks need psutil")
 
-from tests.conftest import calls_by_purpose, comparable
+from tests.conftest import calls_by_purpose, comparable, stub_server as load_stub_server
 
 ROOT = Path(__file__).resolve().parents[1]
 MOCK = ["--env", "tau2", "--domain", "mock", "--model", "scripted/roles"]
@@ -99,9 +98,7 @@ def test_a_bad_ray_address_exits_2_in_one_line(tmp_path, validate, capsys, addre
 
 @pytest.fixture(scope="module")
 def stub():
-    spec = importlib.util.spec_from_file_location("stub_server", ROOT / "bench" / "stub_server.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_stub_server()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -13,7 +13,6 @@ command finishes the rest once a node is back; no Ray process left behind.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,7 +26,7 @@ import pytest
 pytest.importorskip("ray", reason="the Ray cluster tests need Ray: pip install -e '.[ray]'")
 
 from testkit.ray_cluster import LocalCluster
-from tests.conftest import calls_by_purpose, comparable, read_records
+from tests.conftest import calls_by_purpose, comparable, read_records, stub_server as load_stub_server
 
 ROOT = Path(__file__).resolve().parents[1]
 MOCK = ["--env", "tau2", "--domain", "mock", "--model", "scripted/roles"]
@@ -135,9 +134,7 @@ def test_more_workers_than_the_nodes_hold_exit_2_in_one_line(tmp_path, cluster):
 
 
 def stub_server():
-    spec = importlib.util.spec_from_file_location("stub_server", ROOT / "bench" / "stub_server.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_stub_server()
     return module.serve(0, 1.0, ["retail"])  # 1 s a reply: the second worker is built before the end
 
 

@@ -10,7 +10,6 @@ stub draws them at random), seed included.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from testkit.loopback import FaultProxy
+from tests.conftest import stub_server as load_stub_server
 
 ROOT = Path(__file__).resolve().parents[1]
 TAU2_SEED, TAU2_FIRST_TRIAL_SEED = 300, 626729  # τ²'s default --seed and the seed it sends
@@ -29,9 +29,7 @@ _MARKER = re.compile(r"\[task [a-z_-]+/(.+?)\]\"")  # in JSON text: the marker e
 
 
 def _stub_module():
-    spec = importlib.util.spec_from_file_location("stub_server", ROOT / "bench" / "stub_server.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_stub_server()
     return module
 
 

@@ -35,12 +35,16 @@ SOURCE = ENVIRONMENTS["tau2"].catalogue_source
 LABEL = "τ²-bench"
 
 
-@once_per_process
 def domains() -> list[str]:
     """τ²'s registered domains (remembered for the commands' early check)."""
+    return list(_domains())
+
+
+@once_per_process
+def _domains() -> tuple[str, ...]:
     found = sorted(registry.get_domains())
     remember("tau2", SOURCE, Catalogue(label=LABEL, domains=found))
-    return found
+    return tuple(found)
 
 
 @once_per_process

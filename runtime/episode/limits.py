@@ -46,10 +46,10 @@ class EpisodeLimits(BaseModel):
             return "limit:time"
         if self.max_tokens is None and self.max_cost is None:
             return None
-        total = meter.as_dict()["total"]
-        if self.max_tokens is not None and total["prompt_tokens"] + total["completion_tokens"] >= self.max_tokens:
+        total = meter.total()  # answers replayed from the cache count as their first calls did
+        if self.max_tokens is not None and total.used_tokens() >= self.max_tokens:
             return "limit:tokens"
-        if self.max_cost is not None and total["cost_usd"] >= self.max_cost:
+        if self.max_cost is not None and total.used_cost_usd() >= self.max_cost:
             return "limit:cost"
         return None
 

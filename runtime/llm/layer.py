@@ -30,7 +30,7 @@ import re
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -146,6 +146,22 @@ class RoleUsage:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     seconds: float = 0.0
+    replayed_tokens: int = 0
+    """Tokens of the answers taken from the response cache, as their original calls used them:
+    spent by an earlier run, not by this one (``prompt_tokens``, ``cost_usd`` count only what
+    this run paid), but part of the conversation, so an episode's token limit counts them and a
+    resumed episode stops where the first one did."""
+    replayed_cost_usd: float = 0.0
+    """The same for cost (the episode's cost limit, not the run's budget)."""
+
+    def used_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens + self.replayed_tokens
+
+    def used_cost_usd(self) -> float:
+        return self.cost_usd + self.replayed_cost_usd
+
+
+_SUMMED = tuple(f.name for f in fields(RoleUsage))
 
 
 @dataclass
@@ -173,23 +189,24 @@ class Meter:
 
     def add(self, purpose: str, usage: RoleUsage) -> None:
         with self._lock:
-            total = self.by_purpose.setdefault(purpose, RoleUsage())
-            for name in ("calls", "cached_calls", "prompt_tokens", "completion_tokens"):
-                setattr(total, name, getattr(total, name) + getattr(usage, name))
-            total.cost_usd += usage.cost_usd
-            total.seconds += usage.seconds
+            _accumulate(self.by_purpose.setdefault(purpose, RoleUsage()), usage)
+
+    def total(self) -> RoleUsage:
+        with self._lock:
+            totals = RoleUsage()
+            for v in self.by_purpose.values():
+                _accumulate(totals, v)
+            return totals
 
     def as_dict(self) -> dict[str, Any]:
-        purposes = {k: vars(v).copy() for k, v in self.by_purpose.items()}
-        totals = RoleUsage()
-        for v in self.by_purpose.values():
-            totals.calls += v.calls
-            totals.cached_calls += v.cached_calls
-            totals.prompt_tokens += v.prompt_tokens
-            totals.completion_tokens += v.completion_tokens
-            totals.cost_usd += v.cost_usd
-            totals.seconds += v.seconds
-        return {"total": vars(totals).copy(), "by_purpose": purposes}
+        with self._lock:
+            purposes = {k: vars(v).copy() for k, v in self.by_purpose.items()}
+        return {"total": vars(self.total()).copy(), "by_purpose": purposes}
+
+
+def _accumulate(total: RoleUsage, usage: RoleUsage) -> None:
+    for name in _SUMMED:
+        setattr(total, name, getattr(total, name) + getattr(usage, name))
 
 
 class ResponseCache:
@@ -312,7 +329,10 @@ class ModelLayer:
         key = ResponseCache.key(request) if use_cache else ""
         hit = self.cache.get(key) if use_cache and not refresh else None
         if hit is not None and not rejected(reply := ChatReply(**hit), request):
-            meter.add(purpose, RoleUsage(calls=1, cached_calls=1))
+            used = hit.get("usage") or {}  # entries cached before usage was kept: none
+            meter.add(purpose, RoleUsage(calls=1, cached_calls=1,
+                                         replayed_tokens=int(used.get("tokens", 0)),
+                                         replayed_cost_usd=float(used.get("cost_usd", 0.0))))
             if kinds := malformed_kinds(reply):
                 meter.note_malformed(purpose, kinds)
             return reply  # (a bad answer an older version cached is asked for again)
@@ -348,7 +368,8 @@ class ModelLayer:
             ),
         )
         if use_cache and not rejected(reply, request):
-            self.cache.put(key, reply.model_dump())
+            self.cache.put(key, {**reply.model_dump(),
+                                 "usage": {"tokens": prompt_tokens + completion_tokens, "cost_usd": cost}})
         return reply
 
     def _complete_with_retries(self, spec: ModelSpec, request: dict[str, Any],
@@ -382,7 +403,7 @@ class ModelLayer:
                                         "tries", fault)
                 continue
             except litellm.exceptions.AuthenticationError as exc:
-                hint = (f" (no key in the environment: sent a placeholder; set the provider's key)"
+                hint = (" (no key in the environment: sent a placeholder; set the provider's key)"
                         if placeholder else "")
                 raise self.abort(f"{spec.model}: authentication failed{hint}: {_short(exc)}",
                                  credentials=True) from exc

@@ -11,7 +11,6 @@ grade, ``is_correct`` true, no leaks.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -19,15 +18,14 @@ from typing import Any, Callable
 
 from runtime.llm.provider_rules import OPENING_USER_TURN
 from tests.provider_fakes.base import Answer, Turn
+from tests.conftest import stub_server as load_stub_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @lru_cache(maxsize=None)
 def _replay(domains: tuple[str, ...]) -> Any:
-    spec = importlib.util.spec_from_file_location("stub_server", ROOT / "bench" / "stub_server.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_stub_server()
     return module.Replay(list(domains))
 
 
