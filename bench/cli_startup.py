@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runtime_vs_tau2 import (  # noqa: E402
+    IMPORTS_ONLY,
     ROOT,
     RUN_IMPORTS,
     Stub,
@@ -127,8 +128,7 @@ def measure(runs: int) -> str:
     rows.append((("fixed start and end of a run: `runtime.validate` on its finished folder (30 airline "
                   "episodes, nothing pending)"), fixed))
     print(rows[-1][0], spread(fixed), file=sys.stderr, flush=True)
-    imports = [wall([PY, "-c", RUN_IMPORTS + "; from runtime.process_end import end; end(0)"], 0)
-               for _ in range(runs)]
+    imports = [wall(IMPORTS_ONLY, 0) for _ in range(runs)]
     rows.append(("of which: importing what runs episodes (litellm, LangGraph, τ², the runtime)", imports))
     rows.append(("the interpreter's teardown at exit, after those imports and the airline DB",
                  [teardown(False) for _ in range(runs)]))

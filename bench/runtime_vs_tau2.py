@@ -169,13 +169,14 @@ def run_runtime(stub: Stub, domain: str, ids: list[str], concurrency: int, trial
 RUN_IMPORTS = ("import runtime.build, runtime.cli, runtime.backends, envs.tau2, envs.tau2.episode, "
                "runtime.reports.summary")
 """What a run imports before its first episode (litellm, LangGraph, τ², the runtime)."""
+IMPORTS_ONLY = [sys.executable, "-c", RUN_IMPORTS + "; from runtime.process_end import end; end(0)"]
+"""A process that only imports what a run imports, then ends as the commands do."""
 
 
 def import_floor(runs: int = 3) -> float:
-    """Median wall seconds of a process that only imports what a run imports, then ends as the
-    commands do: no runner that imports the same libraries can finish faster than this."""
-    code = RUN_IMPORTS + "; from runtime.process_end import end; end(0)"
-    return statistics.median(timed([sys.executable, "-c", code])[0] for _ in range(runs))
+    """Median wall seconds of :data:`IMPORTS_ONLY`: no runner that imports the same libraries
+    can finish faster than this."""
+    return statistics.median(timed(IMPORTS_ONLY)[0] for _ in range(runs))
 
 
 def anchor(args) -> str:

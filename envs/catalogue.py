@@ -114,7 +114,11 @@ def source_key(source: Source) -> str | None:
 
 def remembered(env: str, source: Source) -> Catalogue | None:
     """The catalogue an earlier run remembered for the installed benchmark, or None."""
-    fact = facts.read(f"catalogue-{env}", source_key(source))
+    return _read(env, source_key(source))
+
+
+def _read(env: str, key: str | None) -> Catalogue | None:
+    fact = facts.read(f"catalogue-{env}", key)
     try:
         return Catalogue(**fact) if fact else None
     except TypeError:
@@ -124,7 +128,7 @@ def remembered(env: str, source: Source) -> Catalogue | None:
 def remember(env: str, source: Source, catalogue: Catalogue) -> None:
     """Keep ``catalogue`` for the next command, merged with the domains already kept."""
     key = source_key(source)
-    old = remembered(env, source)
+    old = _read(env, key)
     tasks = {**(old.tasks if old else {}), **catalogue.tasks}
     splits = {**(old.splits if old else {}), **catalogue.splits}
     if old is not None and old.domains == catalogue.domains and tasks == old.tasks and splits == old.splits:

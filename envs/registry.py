@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from envs.base import Environment, UnknownTaskError
-from envs.catalogue import Source
+from envs.catalogue import Catalogue, Source, remembered
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,15 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
 SANDBOXES = ("inproc", "auto", "docker")
 """``inproc``: no container; ``docker``: env servers in containers (an error without an engine);
 ``auto``: containers when an engine answers, else ``inproc`` with one line saying so."""
+
+
+def remembered_catalogue(env: str) -> Catalogue | None:
+    """The catalogue an earlier command remembered for environment ``env`` as installed now
+    (None: an unknown environment, one that remembers none, or nothing remembered yet)."""
+    spec = ENVIRONMENTS.get(env)
+    if spec is None or spec.catalogue_source is None:
+        return None
+    return remembered(env, spec.catalogue_source)
 
 
 def names() -> tuple[str, ...]:

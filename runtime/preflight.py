@@ -16,8 +16,8 @@ The task choice itself (the domain a run defaults to, the embedded run's task co
 from __future__ import annotations
 
 from envs.base import TaskSelection, UnknownTaskError
-from envs.catalogue import Catalogue, remembered, unknown_domain
-from envs.registry import ENVIRONMENTS, EnvSpec
+from envs.catalogue import Catalogue, unknown_domain
+from envs.registry import ENVIRONMENTS, EnvSpec, remembered_catalogue
 from runtime.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 from runtime.llm import credentials
 from runtime.llm.roles import ROLES, any_configured, endpoint, resolve
@@ -54,11 +54,9 @@ def refuse_early(config: RunConfig) -> None:
             missing = credentials.still_missing(models[role])
             if missing:
                 raise UsageError(credentials.missing_message(models[role], missing))
-    env_spec = ENVIRONMENTS.get(config.env)
-    source = env_spec.catalogue_source if env_spec is not None else None
-    catalogue = remembered(config.env, source) if source is not None else None
+    catalogue = remembered_catalogue(config.env)
     if catalogue is not None:
-        check_tasks(config, env_spec, catalogue, is_embedded(config))
+        check_tasks(config, ENVIRONMENTS[config.env], catalogue, is_embedded(config))
 
 
 def check_tasks(config: RunConfig, env_spec: EnvSpec, catalogue: Catalogue, embedded: bool) -> None:

@@ -94,12 +94,10 @@ def refuse_cells_early(config: Table3Config, source: Path) -> None:
     """:func:`check_cells` from the catalogues an earlier command remembered (``envs.catalogue``),
     before the benchmarks are imported; a domain nothing is remembered for waits for the full
     check."""
-    from envs.catalogue import remembered
-    from envs.registry import ENVIRONMENTS
+    from envs.registry import remembered_catalogue
 
     for i, cell in enumerate(config.environments):
-        spec = ENVIRONMENTS.get(cell.env)
-        found = remembered(cell.env, spec.catalogue_source) if spec and spec.catalogue_source else None
+        found = remembered_catalogue(cell.env)
         if found is not None:
             def select(selection, found=found):
                 return found.select(selection) if found.knows(selection.domain) else []
