@@ -29,7 +29,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_vs_tau2 import ROOT, Stub, check_scored, machine, runtime_cmd, task_ids, write_block  # noqa: E402
+from benchkit import ROOT, Stub, check_scored, machine, runtime_cmd, task_ids, write_block  # noqa: E402
 
 
 def tree(proc: psutil.Process) -> list[psutil.Process]:

@@ -5,11 +5,11 @@ Each figure is a whole process timed from start to exit, ``--runs`` times (min /
 * ``--help``, ``--version`` and bad input (an unknown option value, a setting out of range) of
   the commands: the parser path, which imports nothing that runs episodes;
 * ``tau2 --help`` for comparison: τ²'s own command line imports its whole runner first;
-* what ending the process costs: the interpreter's teardown against ``runtime.process_end.end``;
+* what ending the process costs: the interpreter's teardown against ``runtime.cli.process_end.end``;
 * the fixed start and end of a run: ``runtime.validate`` on a finished run folder of the anchor's
   matrix (30 airline episodes, every record done: it imports what runs episodes, builds the
   environment and the matrix, finds nothing pending and writes the summary), and the same
-  imports alone (``python -c "import runtime.build, envs.tau2, ..."``).
+  imports alone (``python -c "import runtime.compose.build, envs.tau2, ..."``).
 
     python bench/cli_startup.py --runs 7
     python bench/cli_startup.py --runs 7 --write bench/RESULTS.md
@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_vs_tau2 import (  # noqa: E402
+from benchkit import (  # noqa: E402
     IMPORTS_ONLY,
     ROOT,
     RUN_IMPORTS,
     Stub,
-    _env,
+    child_env,
     check_scored,
     machine,
     replace_between,
@@ -52,7 +52,7 @@ ANSWERS = [
     ("`runtime.ablate --help`", [PY, "-m", "runtime.ablate", "--help"], 0),
     ("`runtime.table3 --config missing.yaml`", [PY, "-m", "runtime.table3", "--config", "missing.yaml"], 2),
     ("`runtime.report --help`", [PY, "-m", "runtime.report", "--help"], 0),
-    ("`critique.leak_eval --help`", [PY, "-m", "critique.leak_eval", "--help"], 0),
+    ("`leakbench.evaluate --help`", [PY, "-m", "leakbench.evaluate", "--help"], 0),
     ("`envs.docker --help`", [PY, "-m", "envs.docker", "--help"], 0),
     ("`python -c pass` (the interpreter alone)", [PY, "-c", "pass"], 0),
     ("`tau2 --help` (τ²'s own CLI, for comparison)", [str(Path(PY).with_name("tau2")), "--help"], 0),
@@ -61,12 +61,12 @@ ANSWERS = [
 
 def teardown(fast: bool) -> float:
     """Seconds from the last line of a process that imported the run path and parsed the
-    airline DB to its exit: the interpreter's teardown, or ``runtime.process_end.end``."""
+    airline DB to its exit: the interpreter's teardown, or ``runtime.cli.process_end.end``."""
     code = (RUN_IMPORTS + "; from envs.tau2 import tasks; tasks.reference_env('airline'); "
             "import time; print(time.time(), flush=True)")
     if fast:
-        code += "; from runtime.process_end import end; end(0)"
-    done = subprocess.run([PY, "-c", code], cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL,
+        code += "; from runtime.cli.process_end import end; end(0)"
+    done = subprocess.run([PY, "-c", code], cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, check=True)
     return time.time() - float(done.stdout.split()[-1])
 
@@ -82,12 +82,12 @@ LEARNT = [
     ("`runtime.ablate --domain nope` (unknown domain)", [PY, "-m", "runtime.ablate", "--domain", "nope"], 2),
 ]
 """Bad inputs only τ² or litellm can judge: answered after their imports the first time on a
-machine, at once from then on (``runtime.preflight``), measured after one warm-up run each."""
+machine, at once from then on (``runtime.compose.preflight``), measured after one warm-up run each."""
 
 
 def wall(cmd: list[str], expect: int, env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    env = {k: v for k, v in _env(env).items() if k != "ANTHROPIC_API_KEY"}
+    env = {k: v for k, v in child_env(env).items() if k != "ANTHROPIC_API_KEY"}
     done = subprocess.run(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     took = time.perf_counter() - start
@@ -132,7 +132,7 @@ def measure(runs: int) -> str:
     rows.append(("of which: importing what runs episodes (litellm, LangGraph, τ², the runtime)", imports))
     rows.append(("the interpreter's teardown at exit, after those imports and the airline DB",
                  [teardown(False) for _ in range(runs)]))
-    rows.append(("the same, ended by `runtime.process_end.end` (what the commands now do)",
+    rows.append(("the same, ended by `runtime.cli.process_end.end` (what the commands now do)",
                  [teardown(True) for _ in range(runs)]))
     lines = [f"Each a whole process, {runs} runs; seconds. Load average {os.getloadavg()[0]:.1f} at the end.",
              "", "| command | min (s) | median (s) | max (s) |", "|---|---|---|---|"]

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_vs_tau2 import write_block  # noqa: E402
+from benchkit import write_block  # noqa: E402
 
 COMMAND = ["-m", "runtime.validate", "--env", "tau2", "--mode", "refine"]
 

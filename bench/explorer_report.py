@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from runtime_vs_tau2 import replace_between  # noqa: E402
+from benchkit import replace_between  # noqa: E402
 
 START, END = "<!-- explorer_report:start -->", "<!-- explorer_report:end -->"
 
@@ -154,7 +154,7 @@ def main() -> int:
     n = generate(folder, args.tasks, args.models, args.trials)
     from runtime.reports import explorer
     from runtime.reports.report import build
-    from runtime.store import RunStore
+    from runtime.folder.store import RunStore
 
     def timed(fn):
         wall, cpu = time.perf_counter(), time.process_time()

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runtime_vs_tau2 import ROOT, Stub, machine, write_block  # noqa: E402
+from benchkit import ROOT, Stub, machine, write_block  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OPENAI_API_KEY", "bench-dummy")

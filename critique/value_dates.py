@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from critique import number_words as nw
-from critique.values import ORDINAL_SUFFIX, TIME_TOKEN, DateKey, Reading, TextValues, Token, gap
+from critique.value_types import ORDINAL_SUFFIX, TIME_TOKEN, DateKey, Reading, TextValues, Token, gap
 
 _AMBIGUOUS_MONTHS = {"may", "mar", "mai", "jun", "jan", "dec", "sep", "oct", "nov", "aug", "ago", "set"}
 _DAY_FILLER = {"the", "of", "de", "del", "le", "am", "den", "der", "el", "il", "lo", "on", "du", "van"}

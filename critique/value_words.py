@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from critique import number_words as nw
-from critique.values import Reading, TextValues, gap, word_zipf
+from critique.value_types import Reading, TextValues, gap, word_zipf
 
 
 def number_word_readings(tv: TextValues) -> None:

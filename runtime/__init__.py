@@ -1,13 +1,14 @@
 """The executable-validation runtime: runs the episodes and the commands around them.
 
-Lives here, top to bottom (an import-linter contract checks the order): the commands
-(``validate``, ``ablate``, ``table3``, ``report``, ``envs``, ``planners``) with their parser
-builder (``args``) and shared helper (``cli``); settings (``config``) and the composition root
-(``build``); the executors (``backends/``: threads, Ray); the batch layer (``batch/``, the one
-owner of pending / retry / stop / the run folder); one episode (``episode/``: its ``RunSpec``,
-services, state machine, executor and simulated user); the model layer (``llm/``). Beside them:
-records and the run folder (``records``, ``store``), failure kinds (``failures``), secret
-scrubbing (``scrub``), loguru's sinks (``logs``) and what a run folder says (``reports/``).
+The top level holds only the commands (``python -m runtime.<command>``): ``validate``,
+``ablate``, ``table3``, ``report``, ``envs``, ``planners``, ``leak_eval``. Below them, one
+sub-package a job, top to bottom (an import-linter contract checks the order): ``cli/`` the
+commands' shared plumbing (parsers, lifecycle, exit codes, process end); ``compose/`` settings,
+the early checks, the settings fingerprint and the composition root (``build``); ``backends/``
+the executors (threads, Ray); ``batch/`` the one owner of pending / retry / stop / writing the
+run folder; ``episode/`` one episode (its ``RunSpec``, services, state machine, executor,
+simulated user, failure kinds); ``llm/`` the model layer; ``folder/`` the run folder's record
+schema, store, scrubber and log sinks. ``reports/`` reads a run folder.
 
 May import: ``critique``, ``planners``, ``evrcore`` and ``envs``; never ``testkit``.
 

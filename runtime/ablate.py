@@ -16,9 +16,9 @@ from typing import Sequence
 
 from critique.strategies import STRATEGIES
 from runtime import validate
-from runtime.preflight import refuse_early
-from runtime.cli import guarded
-from runtime.config import UsageError
+from runtime.compose.preflight import refuse_early
+from runtime.cli.lifecycle import guarded
+from runtime.compose.config import UsageError
 
 # What runs episodes and writes the table is imported in ``main`` once the arguments are read.
 
@@ -48,8 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rich.console import Console
         from rich.markup import escape
 
-        from runtime.build import build_run
-        from runtime.cli import error_rate_exit, execute, write_report, write_summary
+        from runtime.compose.build import build_run
+        from runtime.cli.lifecycle import error_rate_exit, execute, write_report, write_summary
         from runtime.reports.ablation import ablation_table, write_table
         from runtime.reports.summary import frame
 
@@ -82,6 +82,6 @@ def refuse_fixed_options(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from runtime.process_end import end
+    from runtime.cli.process_end import end
 
     end(main())  # without the interpreter's seconds-long teardown

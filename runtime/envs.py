@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from envs.registry import ENVIRONMENTS
-from runtime.args import command_parser
+from runtime.cli.args import command_parser
 
 
 def setup_envs() -> list[str]:

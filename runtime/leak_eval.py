@@ -1,8 +1,8 @@
-"""The leak guard measured with an auditor model behind it: ``critique.leak_eval`` plus a model.
+"""The leak guard measured with an auditor model behind it: ``leakbench.evaluate`` plus a model.
 
     python -m runtime.leak_eval --auditor-model openai/gpt-4o-mini [--corpus adversary] [--sample N]
 
-The measuring code is ``critique.leak_eval``; this command only builds the auditor's model
+The measuring code is ``leakbench.evaluate``; this command only builds the auditor's model
 through the runtime's model layer (retries, accounting, keys from the environment), which the
 ``critique`` package may not import.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from critique.leak_eval import parser, run
+from leakbench.evaluate import parser, run
 
 if TYPE_CHECKING:  # the auditor and the model layer are imported once the arguments are read
     from critique.auditor import LeakAuditor

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from planners.registry import GROUP, available
-from runtime.args import command_parser
+from runtime.cli.args import command_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

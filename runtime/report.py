@@ -11,9 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from runtime.args import command_parser
-from runtime.scrub import protect_console
-from runtime.store import RECORDS
+from runtime.cli.args import command_parser
+from runtime.folder.scrub import protect_console
+from runtime.folder.store import RECORDS
 
 # The report's builders (pandas, plots, the explorer) are imported once the arguments are checked.
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from runtime.reports.report import build
 
     try:
-        from runtime.store import RunStore
+        from runtime.folder.store import RunStore
 
         store = RunStore(args.run)
         paths = build(args.run, title=args.title, store=store)
@@ -88,6 +88,6 @@ def unwritable(path: Path) -> str | None:
 
 
 if __name__ == "__main__":
-    from runtime.process_end import end
+    from runtime.cli.process_end import end
 
     end(main())  # without the interpreter's seconds-long teardown

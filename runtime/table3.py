@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.markup import escape
 
-from runtime import config as cfg
-from runtime.args import add_budget_options, command_parser
-from runtime.cli import error_rate_exit, execute, finished_records, guarded, report_line
-from runtime.config import ENV_NAMES, RunConfig, RunSettings, UsageError
+from runtime.compose import config as cfg
+from runtime.cli.args import add_budget_options, command_parser
+from runtime.cli.lifecycle import error_rate_exit, execute, finished_records, guarded, report_line
+from runtime.compose.config import ENV_NAMES, RunConfig, RunSettings, UsageError
 from runtime.llm.roles import PURPOSES, ROLES, resolve
-from runtime.logs import quiet_loguru
-from runtime.store import write_json_atomic
+from runtime.folder.logs import quiet_loguru
+from runtime.folder.store import write_json_atomic
 
 if TYPE_CHECKING:  # rich, and what runs episodes, are imported once the arguments are read
     from rich.console import Console
@@ -272,8 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         config = with_options(load_config(args.config), args)
         refuse_cells_early(config, args.config)  # before the heavy imports
-        from runtime.build import build_run, open_folder
-        from runtime.store import RunStore
+        from runtime.compose.build import build_run, open_folder
+        from runtime.folder.store import RunStore
 
         check_cells(config, args.config, args.dry_run, console.print)
         if args.dry_run:
@@ -338,6 +338,6 @@ def _sample_preview(config: Table3Config) -> dict[str, dict[str, list[str]]]:
 
 
 if __name__ == "__main__":
-    from runtime.process_end import end
+    from runtime.cli.process_end import end
 
     end(main())  # without the interpreter's seconds-long teardown

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Sequence
 
 from envs.registry import SANDBOXES, names
-from runtime import config as cfg
-from runtime.args import add_budget_options, command_parser
-from runtime.cli import guarded
-from runtime.config import RunConfig
-from runtime.preflight import refuse_early
-from runtime.records import MODES
+from runtime.compose import config as cfg
+from runtime.cli.args import add_budget_options, command_parser
+from runtime.cli.lifecycle import guarded
+from runtime.compose.config import RunConfig
+from runtime.compose.preflight import refuse_early
+from runtime.folder.records import MODES
 
 # What runs episodes (litellm, LangGraph, τ², rich's progress) is imported in ``main`` once the
 # arguments are read, so --help, --version and a bad option answer at once.
@@ -114,8 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse_early(config)  # what an earlier command learnt, before the heavy imports
         from rich.console import Console
 
-        from runtime.build import build_run
-        from runtime.cli import error_rate_exit, execute, write_report, write_summary
+        from runtime.compose.build import build_run
+        from runtime.cli.lifecycle import error_rate_exit, execute, write_report, write_summary
 
         console = Console(stderr=False)
         run = build_run(config, console.print)
@@ -138,6 +138,6 @@ def load_config(args: argparse.Namespace) -> RunConfig:
 
 
 if __name__ == "__main__":
-    from runtime.process_end import end
+    from runtime.cli.process_end import end
 
     end(main())  # without the interpreter's seconds-long teardown

@@ -1,4 +1,4 @@
-"""Generated texts for measuring the secret scrubber (``runtime.scrub``) from the outside.
+"""Generated texts for measuring the secret scrubber (``runtime.folder.scrub``) from the outside.
 
 ``leaky_texts`` plants given keys in the shapes providers and proxies echo them back in: bearer
 headers, ``x-api-key``/``x-goog-api-key`` headers, JSON fields, URL queries, a bare key inside

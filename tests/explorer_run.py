@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runtime.records import EpisodeKey, EpisodeRecord, StageError
-from runtime.store import RunStore
+from runtime.folder.records import EpisodeKey, EpisodeRecord, StageError
+from runtime.folder.store import RunStore
 
 ERROR_MESSAGE = "429 from the provider after 5 retries"
 

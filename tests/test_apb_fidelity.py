@@ -356,7 +356,7 @@ def test_apb_export_gives_apbs_own_judge_a_complete_payload(outage_run, tmp_path
     from critique.reference import reference_plan
     from envs.tau2 import Tau2Environment
     from runtime.reports import apb_export
-    from runtime.store import RunStore
+    from runtime.folder.store import RunStore
 
     _, out, _ = outage_run
     rows = apb_export.apb_records(RunStore(out).records(), "scripted/judge", folder=out)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("evrcore", "envs", "planners", "critique", "runtime", "testkit")
+PACKAGES = ("evrcore", "envs", "planners", "critique", "leakbench", "runtime", "testkit")
 MAX_LINES = 600
 
 
@@ -40,10 +40,10 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
         shutil.copytree(REPO / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     base = tmp_path / "planners" / "base.py"
-    base.write_text(base.read_text() + "\nimport runtime.build  # deliberately upward\n")
+    base.write_text(base.read_text() + "\nimport runtime.compose.build  # deliberately upward\n")
     result = _lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "BROKEN" in result.stdout and "planners.base -> runtime.build" in result.stdout
+    assert "BROKEN" in result.stdout and "planners.base -> runtime.compose.build" in result.stdout
 
 
 def test_no_module_imports_another_modules_private_names():
@@ -113,3 +113,31 @@ def test_litellm_is_imported_after_the_switch_is_set(entry):
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "switch at litellm import: True" in out.stdout
+
+
+RUNTIME_TOP_LEVEL_LIMIT = 12
+
+
+def test_the_runtime_top_level_holds_the_commands_only():
+    top = sorted(p.stem for p in (REPO / "runtime").glob("*.py") if p.stem != "__init__")
+    assert len(top) <= RUNTIME_TOP_LEVEL_LIMIT, f"runtime/ has {len(top)} top-level modules: {top}"
+    for name in top:  # every one of them is a command: python -m runtime.<name>
+        assert 'if __name__ == "__main__":' in (REPO / "runtime" / f"{name}.py").read_text(), name
+
+
+def test_every_sub_package_says_what_it_holds():
+    missing = [str(init.parent.relative_to(REPO)) for pkg in PACKAGES
+               for init in sorted((REPO / pkg).rglob("__init__.py"))
+               if len(ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or "") < 80]
+    assert not missing, f"sub-packages without a paragraph saying what they hold: {missing}"
+
+
+def test_the_episode_path_importing_the_measurement_kit_breaks_the_contract(tmp_path):
+    for pkg in PACKAGES:
+        shutil.copytree(REPO / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    guard = tmp_path / "critique" / "leak_guard.py"
+    guard.write_text(guard.read_text() + "\nimport leakbench.corpus  # deliberately: the kit at run time\n")
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "critique.leak_guard -> leakbench.corpus" in result.stdout

@@ -13,8 +13,8 @@ import pytest
 from runtime.batch import Outcome, RunStopped, Stalled, run_batch
 from runtime.batch.core import LOST_ATTEMPTS
 from runtime.episode.spec import ModelSpec, RunSpec
-from runtime.records import EpisodeRecord
-from runtime.store import RunStore
+from runtime.folder.records import EpisodeRecord
+from runtime.folder.store import RunStore
 
 
 def spec(**extra) -> RunSpec:

@@ -24,17 +24,17 @@ COMMANDS = {
     "runtime.envs": ["no-such-command"],
     "runtime.planners": ["--no-such-option"],
     "runtime.leak_eval": ["--corpus", "no-such-corpus"],
-    "critique.leak_eval": ["--sample", "0"],
+    "leakbench.evaluate": ["--sample", "0"],
     "envs.docker": ["no-such-command"],
 }
 
 PROBE = r"""
 import contextlib, io, json, runpy, sys
 HEAVY, COMMANDS = json.loads(sys.argv[1])
-import runtime.process_end  # a command's end() would end this probe too: let it raise instead
+import runtime.cli.process_end  # a command's end() would end this probe too: let it raise instead
 def _end(code):
     raise SystemExit(code)
-runtime.process_end.end = _end
+runtime.cli.process_end.end = _end
 results = []
 for module, bad in COMMANDS.items():
     for argv in (["--help"], ["--version"], bad, ["--mode", "nope"] if module == "runtime.validate" else bad):

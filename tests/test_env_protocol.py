@@ -324,7 +324,7 @@ def _run(tmp_path, task_ids, reply_timeout=30.0):
     from runtime.episode.services import Services
     from runtime.episode.spec import RunSpec
     from runtime.llm.layer import ModelLayer, ModelSpec
-    from runtime.store import RunStore
+    from runtime.folder.store import RunStore
     from testkit.scripted import register_script, text
 
     def script(request, context):
@@ -365,7 +365,7 @@ def test_tau2_served_over_the_protocol_scores_like_in_process(tmp_path):
     from runtime.episode.services import Services
     from runtime.episode.spec import RunSpec
     from runtime.llm.layer import ModelLayer, ModelSpec
-    from runtime.store import RunStore
+    from runtime.folder.store import RunStore
     from testkit.gold import GoldReplay
 
     cmd = ServerCommand(name="tau2", argv=[sys.executable, "-m", "envs.protocol", "envs.tau2:Tau2Environment"])

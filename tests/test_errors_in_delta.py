@@ -100,7 +100,7 @@ def test_error_kinds_tell_infrastructure_from_the_agent():
     from critique.critic import CriticError
     from envs.server_client import ServerCrashed
     from planners.llm import PlanParseError
-    from runtime.failures import error_kind
+    from runtime.episode.failures import error_kind
     from runtime.llm.layer import ModelError
 
     down = litellm.exceptions.APIConnectionError(message="refused", llm_provider="x", model="m")
@@ -125,7 +125,7 @@ def test_error_kinds_tell_infrastructure_from_the_agent():
 
 
 def test_records_written_before_error_kinds_still_load():
-    from runtime.records import EpisodeRecord
+    from runtime.folder.records import EpisodeRecord
 
     old = {"run_id": "r", "key": {"env": "tau2", "domain": "airline", "task_id": "1", "mode": "refine",
                                   "model": "m", "trial": 0}, "record_id": "x", "status": "error", "seed": 1,

@@ -13,7 +13,7 @@ from explorer_run import ERROR_MESSAGE, scripted_run
 from html_tree import Node, parse
 from runtime import report as report_cli
 from runtime.reports import episode_view, explorer
-from runtime.store import RunStore
+from runtime.folder.store import RunStore
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +174,7 @@ def test_task_page_names_are_unique_and_safe():
 def test_toolsandbox_milestones_and_minefields_are_shown_under_the_label(tmp_path):
     """ToolSandbox's own evaluation output, as its env server stores it: milestone and minefield
     index → (snapshot index, similarity)."""
-    from runtime.records import EpisodeKey, EpisodeRecord
+    from runtime.folder.records import EpisodeKey, EpisodeRecord
 
     key = EpisodeKey(env="toolsandbox", domain="toolsandbox", task_id="send_message_with_contact_content_cellular_off",
                      mode="direct", model="m", trial=0)
@@ -222,7 +222,7 @@ def test_report_pages_are_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
     at the flush to disk) leaves the previous page as it was, never half of a new one."""
     import os
 
-    from runtime.store import write_text_atomic
+    from runtime.folder.store import write_text_atomic
 
     page = tmp_path / "tasks" / "t.html"
     write_text_atomic(page, "<p>old</p>")

@@ -84,8 +84,8 @@ def test_a_dead_endpoint_trips_the_circuit_instead_of_retrying_every_episode(tmp
 
 
 def test_request_timeout_bounds_each_call():
-    from runtime.build import model_specs
-    from runtime.config import build
+    from runtime.compose.build import model_specs
+    from runtime.compose.config import build
 
     specs, _ = model_specs(build({}, {"model": "openai/m", "request_timeout": 7.5}))
     assert {s.timeout for s in specs.values()} == {7.5}

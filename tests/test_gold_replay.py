@@ -12,7 +12,7 @@ from runtime.batch.threads import run_in_threads
 from runtime.episode.services import Services
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import ModelLayer, ModelSpec
-from runtime.store import RunStore
+from runtime.folder.store import RunStore
 from testkit.gold import GoldReplay, last_state_changing_write
 
 DOMAINS = ("airline", "retail", "telecom")

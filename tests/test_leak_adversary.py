@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from critique import leak_adversary
-from critique.adversary import clean, leaky
-from critique.adversary.canon import Public
-from critique.leak_fragments import narrowing, surviving_fragments
+from leakbench import adversary_corpus as leak_adversary
+from leakbench.adversary import clean, leaky
+from leakbench.adversary.canon import Public
+from leakbench.fragments import narrowing, surviving_fragments
 
 # Kinds a domain has no material for (retail's DB has no dates or times).
 NOT_IN = {("retail", "language", "date_time_words"), ("retail", "derived", "time_date")}

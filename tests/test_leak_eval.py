@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from critique import leak_eval
+from leakbench import evaluate as leak_eval
 from critique.leak_guard import LeakGuard
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ stay under 1 % (0.6 % measured)."""
 @pytest.fixture(scope="module")
 def adversary():
     if not leak_eval.ADVERSARY.exists():
-        pytest.skip(f"no corpus at {leak_eval.ADVERSARY}; build it with python -m critique.leak_adversary")
+        pytest.skip(f"no corpus at {leak_eval.ADVERSARY}; build it with python -m leakbench.adversary_corpus")
     return leak_eval.load("adversary")
 
 
@@ -103,7 +103,7 @@ def test_the_project_corpus_stays_caught():
 
 
 def _command(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "critique.leak_eval", *args], cwd=REPO, text=True,
+    return subprocess.run([sys.executable, "-m", "leakbench.evaluate", *args], cwd=REPO, text=True,
                           capture_output=True, timeout=600,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
 
@@ -122,10 +122,10 @@ def test_command_rejects_a_bad_sample_in_one_line():
 
 
 def test_the_held_out_corpus_stays_caught():
-    """The held-out corpus (``critique.leak_holdout``, written without reading the guard or the
+    """The held-out corpus (``leakbench.holdout_corpus``, written without reading the guard or the
     other corpora): floors at what it measures (97.6 % surface, 0.6 % false alarms)."""
     if not leak_eval.HOLDOUT.exists():
-        pytest.skip(f"no corpus at {leak_eval.HOLDOUT}; build it with python -m critique.leak_holdout")
+        pytest.skip(f"no corpus at {leak_eval.HOLDOUT}; build it with python -m leakbench.holdout_corpus")
     m = leak_eval.measure(leak_eval.load("holdout"), fragments=False)
     print(leak_eval.render(m))
     assert m.surface_catch >= 0.96, leak_eval.render(m)

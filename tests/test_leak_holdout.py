@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("tau2")
 
-from critique import leak_holdout  # noqa: E402
-from critique.holdout.facts import all_facts  # noqa: E402
+from leakbench import holdout_corpus as leak_holdout  # noqa: E402
+from leakbench.holdout.facts import all_facts  # noqa: E402
 from envs.base import scalar_values  # noqa: E402
 from envs.tau2 import Tau2Environment  # noqa: E402
 

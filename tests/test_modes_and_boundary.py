@@ -148,7 +148,7 @@ def test_malformed_critic_is_retried_then_recorded_as_error(validate):
 def _disguised_critic(request, context):
     """A critic that plants what the old guard never listed: IDs spaced and lower-cased, the
     reference sequence in camelCase, and a sentence of the user's hidden instructions."""
-    from critique.leak_corpus import hidden_sentences
+    from leakbench.corpus import hidden_sentences
     from testkit.disguised_leak import disguised_rationale
 
     view, supervision = Tau2Environment().load(context["domain"], context["task_id"])

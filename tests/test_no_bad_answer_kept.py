@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runtime import validate
-from runtime.failures import CAUSES, error_cause, error_kind
+from runtime.episode.failures import CAUSES, error_cause, error_kind
 from runtime.llm.breaker import CircuitBreaker
 from runtime.llm.layer import Meter, ModelError, ModelLayer, ModelSpec, ResponseCache
 from testkit.loopback import EchoServer, FaultProxy, agent_call

@@ -119,9 +119,9 @@ def test_error_line_keeps_bracketed_text(tmp_path):
     """``[service_issue]`` in a telecom task id must not vanish as rich markup."""
     from types import SimpleNamespace
 
-    from runtime import cli
-    from runtime.records import EpisodeKey, EpisodeRecord, StageError
-    from runtime.store import RunStore
+    from runtime.cli.lifecycle import lifecycle as cli
+    from runtime.folder.records import EpisodeKey, EpisodeRecord, StageError
+    from runtime.folder.store import RunStore
 
     key = EpisodeKey(env="tau2", domain="telecom", task_id="[service_issue]airplane_mode_on",
                      mode="direct", model="m", trial=0)

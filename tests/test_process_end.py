@@ -13,7 +13,7 @@ CHILD = r"""
 import atexit, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from runtime.process_end import end
+from runtime.cli.process_end import end
 
 out = Path(sys.argv[1])
 def late_writer():

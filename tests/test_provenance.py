@@ -14,7 +14,7 @@ from critique.provenance import audit, record_audit, scalar_keys
 from envs.base import ReferenceAction, Supervision, TaskView, Trajectory
 from envs.tau2 import Tau2Environment
 from envs.tau2 import tasks as tau2_tasks
-from runtime.records import EpisodeRecord
+from runtime.folder.records import EpisodeRecord
 from runtime.reports import explorer
 from runtime.reports import provenance as provenance_report
 from runtime.reports.summary import frame, summarize

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from runtime.failures import error_kind
+from runtime.episode.failures import error_kind
 from runtime.llm.layer import Meter, ModelLayer, ModelSpec, ProviderFault
 from tests.provider_fakes import FAKES, MODELS, Answer
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runtime import ablate, report as report_cli, validate
-from runtime.store import RunStore
+from runtime.folder.store import RunStore
 from tests.conftest import read_records
 from tests.test_no_bad_answer_kept import TASK, gold_stub  # noqa: F401 - the fixture
 from tests.test_store_torn_tails import random_records

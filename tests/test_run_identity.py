@@ -75,7 +75,7 @@ def test_a_mixed_folder_when_asked_is_recorded_and_reported_per_fingerprint(gold
 def test_adding_modes_or_tasks_to_a_folder_is_a_resume_not_a_change():
     """A folder made with Plan-first alone and resumed with every mode (or more tasks) is one run:
     the same fingerprint, so nothing is refused and the summary shows one fingerprint."""
-    from runtime import fingerprint
+    from runtime.compose import fingerprint
     from runtime.episode.spec import RunSpec
     from runtime.llm.layer import ModelSpec
 

@@ -56,8 +56,8 @@ def test_bare_purposes_send_only_what_the_user_set():
 
 
 def test_toolsandbox_runs_are_bare_and_tau2_runs_are_not():
-    from runtime.build import model_specs
-    from runtime.config import RunConfig
+    from runtime.compose.build import model_specs
+    from runtime.compose.config import RunConfig
 
     ts, _ = model_specs(RunConfig(env="toolsandbox", model="openai/x"))
     assert ts["model"].bare_purposes == ("executor", "user") and ts["model"].user_set == ()

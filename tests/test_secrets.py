@@ -26,7 +26,7 @@ FAMILIES = {
 
 
 def test_scrubber_removes_every_planted_key_and_leaves_clean_text_alone():
-    from runtime.scrub import scrub
+    from runtime.folder.scrub import scrub
 
     secrets = list(PLANTED.values())
     leaky = leaky_texts(secrets, n=600, seed=3)
@@ -42,7 +42,7 @@ def test_scrubber_removes_every_planted_key_and_leaves_clean_text_alone():
 
 
 def test_unknown_bearer_tokens_in_echoed_headers_are_removed_too():
-    from runtime.scrub import REDACTED, scrub, scrub_data
+    from runtime.folder.scrub import REDACTED, scrub, scrub_data
 
     # a key that is in no environment variable (e.g. given to a proxy some other way)
     text = 'upstream said: {"headers": {"Authorization": "Bearer xyz-unlisted-9876543210"}}'
@@ -86,7 +86,7 @@ def test_container_logs_pass_through_the_scrubber(tmp_path, monkeypatch):
     """A container's stderr (an env server echoing a key in a traceback, say) is written to the
     run folder through the scrubber the runtime hands the environment."""
     from envs.docker.container import ContainerProcess, ContainerSpec
-    from runtime.scrub import scrub
+    from runtime.folder.scrub import scrub
 
     key = "sk-container-" + "7" * 24
     monkeypatch.setenv("OPENAI_API_KEY", key)
@@ -115,7 +115,7 @@ def test_the_word_prefilter_never_changes_what_is_scrubbed():
     gives what running every pattern gives."""
     import random
 
-    from runtime import scrub as scrub_module
+    from runtime.folder import scrub as scrub_module
 
     def every_pattern(text: str) -> str:
         for pattern, replacement, _ in scrub_module._PATTERNS:

@@ -16,9 +16,9 @@ from runtime import report as report_cli
 from runtime.batch import pending
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import ModelSpec
-from runtime.records import EpisodeRecord
+from runtime.folder.records import EpisodeRecord
 from runtime.reports.summary import summarize
-from runtime.store import RECORDS, RunStore
+from runtime.folder.store import RECORDS, RunStore
 from tests.test_no_bad_answer_kept import TASK, gold_stub  # noqa: F401 - the fixture
 
 ALPHABET = "abc xyz 0123 — “quoted” é ß 東京 🙂 \\ \" \n\t{}[]"

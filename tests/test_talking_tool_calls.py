@@ -16,7 +16,7 @@ from runtime.batch.threads import run_in_threads
 from runtime.episode.services import Services
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import ModelLayer, ModelSpec
-from runtime.store import RunStore
+from runtime.folder.store import RunStore
 from testkit.gold import GoldReplay
 
 TASKS = {"airline": ["3", "14"], "retail": ["2"]}

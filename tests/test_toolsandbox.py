@@ -309,7 +309,7 @@ def _replay(tmp_path, env, task_ids, *, wrong=False, name="ts-gold"):
     from runtime.episode.services import Services
     from runtime.episode.spec import RunSpec
     from runtime.llm.layer import ModelLayer, ModelSpec
-    from runtime.store import RunStore
+    from runtime.folder.store import RunStore
     from testkit.toolsandbox_gold import ToolSandboxGold
 
     gold = ToolSandboxGold(_name_maps(env, task_ids), wrong=wrong)

@@ -21,7 +21,7 @@ from runtime.batch.threads import run_in_threads
 from runtime.episode.services import Services
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import ModelLayer, ModelSpec
-from runtime.store import RunStore
+from runtime.folder.store import RunStore
 from testkit.tau2_recorder import record_many
 from testkit.trajectory_replay import TrajectoryReplay, simulations
 

@@ -31,7 +31,7 @@ from envs.server_client import EnvUnavailableError
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """Errors in one line and exit 2, like the runtime's commands (``runtime.args``, which this
+    """Errors in one line and exit 2, like the runtime's commands (``runtime.cli.args``, which this
     package may not import)."""
 
     def __init__(self, *args, **kwargs) -> None:

@@ -30,7 +30,7 @@ from typing import Callable, Optional
 from envs.docker.container import ContainerProcess, ContainerSpec
 from envs.docker.engine import DockerUnavailable, connect, one_line, say as say_line, state_dir
 from envs.docker.images import TARGETS, build_inputs, ensure
-from envs.registry import spec as env_spec
+from envs.specs import spec as env_spec
 from envs.server_client import (
     EnvServer,
     EnvUnavailableError,

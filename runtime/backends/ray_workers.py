@@ -30,9 +30,9 @@ from typing import Any, Callable
 import ray
 
 from runtime.batch import Outcome, Stalled
-from runtime.config import UsageError
+from runtime.compose.config import UsageError
 from runtime.episode.artifacts import Artifact
-from runtime.records import EpisodeKey
+from runtime.folder.records import EpisodeKey
 
 Group = tuple[Any, Any, Any]
 RESTARTS = 4

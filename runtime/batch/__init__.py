@@ -9,7 +9,7 @@ artifacts (written here and nowhere else), p0 sharing across modes and resumes, 
 and the executor in this process (``threads``). An executor only runs ``(RunSpec, key) ->
 (record, artifacts)``: threads here, Ray workers in ``runtime.backends.ray_backend``.
 
-May import ``runtime.episode``, ``runtime.store``, ``runtime.records`` and ``runtime.llm``; never
+May import ``runtime.episode``, ``runtime.folder.store``, ``runtime.folder.records`` and ``runtime.llm``; never
 the backends or the commands.
 """
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from runtime.records import EpisodeKey, EpisodeRecord
+from runtime.folder.records import EpisodeKey, EpisodeRecord
 
 BUDGET_SPENT = 4
 """The exit code of a run that stopped at its ``--max-cost``."""

@@ -21,8 +21,8 @@ from runtime.episode.artifacts import Artifact, group_of, identity
 from runtime.episode.engine import lost_record
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import RunAborted
-from runtime.records import BAD_ANSWER, EpisodeKey, EpisodeRecord
-from runtime.store import RunStore, write_json_atomic
+from runtime.folder.records import BAD_ANSWER, EpisodeKey, EpisodeRecord
+from runtime.folder.store import RunStore, write_json_atomic
 
 Group = tuple[Any, Any, Any]
 
@@ -91,7 +91,7 @@ class Executor(Protocol):
 
 def pending(spec: RunSpec, store: RunStore, retry_errors: bool = False) -> tuple[list[EpisodeKey], RunSpec]:
     """Episodes without a record (and, with ``retry_errors``, those recorded as errors or as
-    ``ok`` with a bad answer flagged: ``runtime.records.BAD_ANSWER``), and the spec to run
+    ``ok`` with a bad answer flagged: ``runtime.folder.records.BAD_ANSWER``), and the spec to run
     them with: the retried ones' model calls bypass the response cache."""
     done = {record.record_id: record for record in store.records()}
     keys = spec.keys()

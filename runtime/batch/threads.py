@@ -10,7 +10,7 @@ from runtime.episode.artifacts import Artifact, ArtifactMemo
 from runtime.episode.engine import run_episode
 from runtime.episode.services import Services
 from runtime.episode.spec import RunSpec
-from runtime.records import EpisodeKey
+from runtime.folder.records import EpisodeKey
 
 
 class ThreadExecutor:

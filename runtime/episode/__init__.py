@@ -4,10 +4,11 @@ Lives here: the run's settings as plain data (``spec.RunSpec``: re-created whole
 what an episode runs on (``services``: the environment, the model layer, the planner), the
 in-memory shared artifacts (``artifacts``: the opening request and ``p0`` made once and reused),
 the state machine (``graph``), the plan-conditioned executor and the simulated user's turn
-(``executor``, ``simulated_user``) and the record an episode ends in (``engine``).
+(``executor``, ``simulated_user``), the record an episode ends in (``engine``) and the kind and
+cause of a failure it records (``failures``).
 
 An episode never writes the run folder: what it made comes back with its record, and the batch
-layer (``runtime.batch``) writes both. May import ``runtime.llm``, ``runtime.records``,
-``runtime.failures``, ``runtime.scrub``, ``critique``, ``planners``, ``evrcore`` and ``envs``;
-never ``runtime.batch``, ``runtime.store``, the backends or the commands.
+layer (``runtime.batch``) writes both. May import ``runtime.llm``, ``runtime.folder.records``,
+``runtime.folder.scrub``, ``critique``, ``planners``, ``evrcore`` and ``envs``; never
+``runtime.batch``, ``runtime.folder.store``, the backends or the commands.
 """

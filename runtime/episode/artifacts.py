@@ -12,7 +12,7 @@ import threading
 from collections import defaultdict
 from typing import Any, Callable
 
-from runtime.scrub import scrub_data
+from runtime.folder.scrub import scrub_data
 
 Artifact = dict[str, Any]
 """``{"kind", "key", "value"}``: an artifact as the run folder stores it."""

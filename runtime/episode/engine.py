@@ -15,9 +15,9 @@ from runtime.episode.artifacts import Artifact, ArtifactMemo
 from runtime.episode.graph import EpisodeContext, EpisodeState, episode_graph
 from runtime.episode.services import Services
 from runtime.episode.spec import RunSpec, trial_seed
-from runtime.failures import classify
+from runtime.episode.failures import classify
 from runtime.llm.layer import Meter
-from runtime.records import EpisodeKey, EpisodeRecord, StageError
+from runtime.folder.records import EpisodeKey, EpisodeRecord, StageError
 
 
 def run_episode(spec: RunSpec, services: Services, key: EpisodeKey,

@@ -41,10 +41,10 @@ from runtime.episode.artifacts import JUDGE_INPUTS, Artifact, ArtifactMemo, judg
 from runtime.episode.executor import Executor
 from runtime.episode.limits import EpisodeLimits, LimitedClient, LimitReached
 from runtime.episode.simulated_user import SimulatedUser
-from runtime.failures import classify
+from runtime.episode.failures import classify
 from runtime.llm.layer import Meter, ModelLayer
 from runtime.llm.roles import PURPOSES, critique_purpose
-from runtime.records import EpisodeKey, StageError
+from runtime.folder.records import EpisodeKey, StageError
 
 PlannerFactory = Callable[[ChatModel], Planner]
 

@@ -32,7 +32,7 @@ def open_services(spec: Any, cache: Any = None, limiter: Any = None,
     register_providers(spec.models)
     env = get_environment(spec.env, sandbox=spec.sandbox)
     if log_dir is not None:
-        from runtime.scrub import scrub
+        from runtime.folder.scrub import scrub
 
         env.capture_logs(log_dir, scrub=scrub)
     layer = ModelLayer(dict(spec.models), cache=cache)

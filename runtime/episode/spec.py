@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.episode.limits import EpisodeLimits
 from runtime.llm.layer import ModelSpec
-from runtime.records import EpisodeKey, Mode
+from runtime.folder.records import EpisodeKey, Mode
 
 MAX_EPISODES = 1_000_000
 """More episodes than any benchmark has; a typo (``--trials 1000000000``) stops here."""
@@ -72,7 +72,7 @@ class RunSpec(BaseModel):
     limits: EpisodeLimits = Field(default_factory=EpisodeLimits)
     """What one episode may use (tokens, cost, wall time): ``runtime.episode.limits``."""
     fingerprint: str = ""
-    """The id of the settings fingerprint (``runtime.fingerprint``) each record carries."""
+    """The id of the settings fingerprint (``runtime.compose.fingerprint``) each record carries."""
     refresh: frozenset[str] = frozenset()
     """Record ids re-run because they errored: their model calls bypass the response cache."""
 

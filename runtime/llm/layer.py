@@ -16,7 +16,7 @@ One place adds what a long benchmark run needs around a chat completion:
 * observers that see every request (tests use them to prove no supervision leaks).
 
 API keys come from the environment through litellm and are never part of a request we store,
-a cache key, a record or a log line; provider messages pass ``runtime.scrub`` before they are
+a cache key, a record or a log line; provider messages pass ``runtime.folder.scrub`` before they are
 kept anywhere.
 """
 
@@ -39,11 +39,12 @@ import litellm
 from evrcore.chat import ChatReply, extract_json
 from runtime.llm import credentials
 from runtime.llm.breaker import CircuitBreaker
+from runtime.llm.limits import provider_of
 from runtime.llm.provider_rules import (ORDINARY_FINISH, Fault, fault_of, native_finish,
                                         portable_messages, portable_tools, retry_hint)
 from runtime.llm.roles import ROLES
-from runtime.records import BAD_ANSWER
-from runtime.scrub import scrub
+from runtime.folder.records import BAD_ANSWER
+from runtime.folder.scrub import scrub
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True
@@ -343,8 +344,6 @@ class ModelLayer:
             if self.limiter is None:
                 response = self._complete_with_retries(spec, request, note)
             else:
-                from runtime.llm.limits import provider_of
-
                 with self.limiter.slot(provider_of(spec)):
                     response = self._complete_with_retries(spec, request, note)
         finally:

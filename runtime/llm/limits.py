@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import threading
 from contextlib import AbstractContextManager, contextmanager
-from typing import Iterator, Protocol
+from typing import TYPE_CHECKING, Iterator, Protocol
 
-from runtime.llm.layer import ModelSpec
+if TYPE_CHECKING:  # the model layer asks this module for slots; the spec is only its argument
+    from runtime.llm.layer import ModelSpec
 
 
 class Limiter(Protocol):

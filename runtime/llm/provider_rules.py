@@ -44,7 +44,7 @@ ORDINARY_FINISH = {"stop", "tool_calls", "function_call", "STOP", "end_turn", "t
 @dataclass(frozen=True)
 class Fault:
     """A provider answer that is no usable turn: ``reason`` is the provider's own word,
-    ``kind`` the failure kind of ``runtime.failures`` once retrying has not helped."""
+    ``kind`` the failure kind of ``runtime.episode.failures`` once retrying has not helped."""
 
     reason: str
     kind: str

@@ -9,7 +9,7 @@ import pandas as pd
 
 from critique.strategies import STRATEGIES
 from runtime.reports.stats import arm_errors, delta_lines
-from runtime.store import write_text_atomic
+from runtime.folder.store import write_text_atomic
 
 
 def ablation_table(df: pd.DataFrame) -> pd.DataFrame:

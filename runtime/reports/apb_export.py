@@ -27,8 +27,8 @@ from typing import Any, Iterable
 from critique.judge import read_judgement
 from evrcore.plan import Plan
 from runtime.episode.artifacts import JUDGE_INPUTS, judge_inputs_key
-from runtime.records import EpisodeKey, EpisodeRecord
-from runtime.store import RUN_INFO, artifact_relpath, write_text_atomic
+from runtime.folder.records import EpisodeKey, EpisodeRecord
+from runtime.folder.store import RUN_INFO, artifact_relpath, write_text_atomic
 
 SPLIT = "holistic_planning"
 """APB's split for a holistic plan judged for correctness (a plan + tool chain per task)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from critique.judge import read_judgement
 from evrcore.critique import ERROR_CODES
-from runtime.records import EpisodeRecord
+from runtime.folder.records import EpisodeRecord
 from runtime.reports.summary import arm
 
 Segment = tuple[str, str]

@@ -21,10 +21,10 @@ from typing import Any, Iterable
 import jinja2
 from markdown_it import MarkdownIt
 
-from runtime.records import MODES, EpisodeRecord
+from runtime.folder.records import MODES, EpisodeRecord
 from runtime.reports import episode_view
 from runtime.reports.summary import arm
-from runtime.store import write_text_atomic
+from runtime.folder.store import write_text_atomic
 
 FOLDER = "explorer"
 SUPERVISION_NOTE = "supervision-only: hidden from the tested model"

@@ -15,7 +15,7 @@ from runtime.reports.fit import Col, FitTable
 
 from runtime.reports.arm_table import arm_table
 
-from runtime.records import EpisodeRecord
+from runtime.folder.records import EpisodeRecord
 
 COLUMNS = ("critiques", "guard_fired", "retried", "redacted", "rule_findings", "auditor_findings", "residual")
 

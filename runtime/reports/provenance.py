@@ -16,7 +16,7 @@ from runtime.reports.fit import Col, FitTable
 
 from runtime.reports.arm_table import arm_table
 
-from runtime.records import EpisodeRecord
+from runtime.folder.records import EpisodeRecord
 
 NOTE = ("Provenance audit: a supervision-only value (from the reference actions, expected outcomes or the "
         "user's hidden instructions, and not in the task view) that the agent used in a tool call or a message "

@@ -30,7 +30,7 @@ from runtime.reports.stats import (  # noqa: E402
     error_warnings,
     pass_k,
 )
-from runtime.store import RunStore, write_text_atomic  # noqa: E402
+from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings  # noqa: E402
 from runtime.reports import explorer, leaks, provenance, verdicts  # noqa: E402
 

@@ -134,7 +134,7 @@ class ArmErrors:
     errors: int
     infrastructure: int
     causes: tuple[tuple[str, int], ...] = field(default=(), compare=False)
-    """Errors by cause (``runtime.failures.CAUSES``), most frequent first; older records
+    """Errors by cause (``runtime.episode.failures.CAUSES``), most frequent first; older records
     without a cause are counted as ``unrecorded``."""
 
     def causes_text(self) -> str:

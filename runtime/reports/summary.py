@@ -23,7 +23,7 @@ from runtime.reports.fit import Col, FitTable
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
-from runtime.records import BAD_ANSWER, MODES, EpisodeRecord
+from runtime.folder.records import BAD_ANSWER, MODES, EpisodeRecord
 
 
 def arm(mode: str, strategy: str) -> str:

@@ -1,0 +1,199 @@
+"""What every command does around its runs: bad input → one line and exit 2; a progress bar;
+Ctrl-C → environments closed (containers removed), a line saying how to resume, exit 130; the
+end-of-run summary. ``validate``, ``ablate`` and ``table3`` share it so they cannot drift.
+
+Exit codes: 0 done; 2 bad input, a missing key or rejected credentials; 3 the run stopped on an
+endpoint that stays unreachable, or finished with more errored episodes than
+``--max-error-rate`` allows; 4 the run stopped at its ``--max-cost`` (resumable); 130
+interrupted. Everything printed passes ``runtime.folder.scrub``; text that is not ours (error messages,
+task ids) is markup-escaped before rich prints it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from rich.markup import escape
+
+from envs.base import EnvError
+from runtime.compose.config import UsageError
+from runtime.folder.scrub import protect_console, scrub
+
+if TYPE_CHECKING:  # the parts that run episodes are imported when a run starts, not to parse
+    from rich.console import Console
+
+    from runtime.compose.build import Run
+    from runtime.folder.records import EpisodeRecord
+
+TOO_MANY_ERRORS = 3
+
+EMBEDDED_NOTE = (
+    "The embedded 135M model exists to prove the pipeline offline; expect near-zero rewards. "
+    "Real results need a real model."
+)
+INTERRUPTED = "interrupted: finished records are saved; run the same command again to resume"
+
+
+def guarded(body: Callable[[], int]) -> int:
+    """Run a command's body: bad input (a ``UsageError``, or an ``EnvError`` such as an unknown
+    domain or an environment that is not set up) becomes ``error: …`` on stderr and exit 2;
+    Ctrl-C before the runs start (while the environment starts: a container importing τ²) ends
+    like Ctrl-C during them, one line and exit 130 (started containers go at exit). Its stdout
+    and stderr are scrubbed of secrets first."""
+    protect_console()
+    try:
+        return body()
+    except (UsageError, EnvError) as exc:
+        print(f"error: {scrub(str(exc))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
+
+
+def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) -> int:
+    """Run every pending episode of ``runs`` in order, then ``finish()`` (summaries, reports).
+
+    On Ctrl-C the environments are closed at once, so in-flight episodes stop instead of
+    finishing in containers nobody waits for; what finished is already on disk.
+    """
+    from runtime.batch import BUDGET_SPENT, BudgetSpent, RunStopped
+
+    try:
+        for run in runs:
+            run_with_progress(run, console)
+        return finish()
+    except BudgetSpent as exc:
+        close_environments(runs)
+        finish()  # the summary and report of what finished
+        print(f"stopped: {scrub(exc.describe())}", file=sys.stderr)
+        return BUDGET_SPENT
+    except RunStopped as exc:
+        close_environments(runs)
+        print(f"error: run stopped: {scrub(str(exc))}; finished records are saved, and the same "
+              "command resumes once this is fixed", file=sys.stderr)
+        return 2 if exc.cause.credentials else TOO_MANY_ERRORS
+    except KeyboardInterrupt:
+        close_environments(runs)
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
+    finally:
+        close_environments(runs)
+
+
+def close_environments(runs: Sequence[Run]) -> None:
+    for env in {id(r.services.env): r.services.env for r in runs}.values():
+        try:
+            env.close()
+        except Exception as exc:  # noqa: BLE001 - closing the rest matters more than this one
+            print(f"warning: closing {env.name}: {exc}", file=sys.stderr)
+
+
+def run_with_progress(run: Run, console: Console) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from runtime import backends
+    from runtime.batch import pending
+    from runtime.batch.budget import cost_of
+    from runtime.llm.roles import PURPOSES
+
+    store, keys = run.store, run.keys
+    todo, _ = pending(run.spec, store, run.config.retry_errors)
+    if note := store.skipped_note():
+        console.print(f"[yellow]warning: {escape(note)}; their episodes run again[/]",
+                      highlight=False)
+    console.print(f"run {escape(run.spec.run_id)}: {len(keys)} episodes ({len(keys) - len(todo)} "
+                  f"already done) → {escape(str(store.root))}")
+    limit = run.config.max_cost
+    spent = [sum(cost_of(r) for r in store.records())] if limit is not None else [0.0]
+
+    def spend() -> str:
+        return f"${spent[0]:.4f}" + (f" of ${limit:g}" if limit is not None else "")
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[spend]}"),
+                  TextColumn("[dim]{task.fields[stage]}"), console=console,
+                  transient=False) as progress:
+        bar = progress.add_task("episodes", total=len(todo), stage="", spend=spend())
+
+        def done(record: EpisodeRecord) -> None:
+            spent[0] += cost_of(record)
+            progress.update(bar, advance=1, spend=spend())
+        calls = itertools.count(1)
+
+        def show_stage(purpose: str, request: dict) -> None:
+            # Episodes take minutes on a small local model: say what is happening meanwhile.
+            stage = PURPOSES[purpose].words if purpose in PURPOSES else purpose
+            progress.update(bar, stage=f"model call {next(calls)}: {stage}")
+
+        layer = run.services.layer  # the threads' layer; Ray workers have their own
+        layer.observers.append(show_stage)
+        try:
+            backends.run_episodes(run, on_done=done,
+                                  on_status=lambda text: progress.update(bar, description=f"episodes ({text})"))
+        finally:
+            layer.observers.remove(show_stage)
+        progress.update(bar, stage="")
+
+
+def finished_records(run: Run) -> list[EpisodeRecord]:
+    """This run's records (a run folder may hold other runs' records too, e.g. table3's cells)."""
+    wanted = {k.id() for k in run.keys}
+    return [r for r in run.store.records() if r.record_id in wanted]
+
+
+def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
+    """Write ``summary.json`` for the run and print it; returns the run's records."""
+    from runtime.reports import summary
+
+    records = finished_records(run)
+    spec, config = run.spec, run.config
+    result = summary.summarize(records)
+    result.update({"run_id": spec.run_id, "env": config.env, "domain": spec.domain,
+                   "models": run.models, "embedded_default": run.embedded})
+    if run.embedded:
+        result["note"] = EMBEDDED_NOTE
+    run.store.write_summary(result)
+    summary.print_summary(result, console, title=f"{config.env}/{spec.domain} — {spec.tested_model}")
+    if run.embedded:
+        console.print(f"[yellow]{EMBEDDED_NOTE}[/]")
+    errors = [r for r in records if r.status == "error"]
+    if errors:
+        first = errors[0].error
+        console.print(escape(f"{len(errors)} episode(s) errored; first: {first.stage}: "
+                             f"{first.type}: {first.message[:200]} (see records.jsonl)"))
+    console.print(escape(f"records: {run.store.records_path}  summary: {run.out / 'summary.json'}"))
+    return records
+
+
+def write_report(run: Run, console: Console) -> None:
+    """The report and the episode explorer of the run folder (unless ``--no-report``), and as
+    the run's last line, where to open them."""
+    if run.config.no_report:
+        return
+    from runtime.reports import report
+
+    console.print(report_line(report.build(run.out)), soft_wrap=True)  # paths whole, to copy
+
+
+def report_line(paths: dict) -> str:
+    """``report: …/report.md  explorer: …/explorer/index.html``, escaped for rich."""
+    return escape(f"report: {paths['markdown']}  explorer: {paths['explorer']}")
+
+
+def error_rate_exit(records: list[EpisodeRecord], max_error_rate: float | None) -> int:
+    """``TOO_MANY_ERRORS`` (with one line) when the share of errored episodes is above
+    ``max_error_rate`` — by default, when every episode errored — else 0."""
+    errors = sum(r.status == "error" for r in records)
+    if not records or not errors:
+        return 0
+    share = errors / len(records)
+    limit = max_error_rate
+    if (share > limit) if limit is not None else errors == len(records):
+        allowed = f"--max-error-rate {limit:g}" if limit is not None else "the default (not every episode)"
+        print(f"error: {errors} of {len(records)} episodes errored ({share:.0%}), more than "
+              f"{allowed} allows", file=sys.stderr)
+        return TOO_MANY_ERRORS
+    return 0

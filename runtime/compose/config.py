@@ -1,0 +1,304 @@
+"""Run settings, from a YAML config and the command line, validated by pydantic.
+
+Every CLI option is a field here, so anything that can be typed can be kept in a config file;
+an unknown key or a bad value fails with the key's name and what is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from envs.registry import SANDBOXES, names
+from runtime.llm.prices import Price, parse_option
+from runtime.folder.records import MODES
+
+ENV_NAMES = names()
+RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
+
+
+class UsageError(ValueError):
+    """Bad input from the user: the CLI prints it on one line and exits with code 2."""
+
+
+EMBEDDED_MODEL = "local/smollm2-135m"
+"""The offline default every role falls back to when no model is configured."""
+
+EMBEDDED_DEFAULTS = {"domain": "mock", "tasks": 2, "max_steps": 20, "max_tokens": 256, "judge": False}
+"""What the offline default run uses unless told otherwise. A 135M model on 2 cores reads about
+80 prompt tokens a second, so τ²'s small ``mock`` domain (a policy of a few hundred tokens)
+keeps the whole run to minutes where airline's 5,000-token policy would take most of an hour.
+The plan judge is off (``--judge`` turns it on): its prompts carry the whole supervision and
+cost about a third of the run (``bench/RESULTS.md``)."""
+
+class RunSettings(BaseModel):
+    """The settings every run shares, whichever command makes it (``validate``, ``ablate``, each
+    cell of ``table3``): models and endpoints, sampling, trials, concurrency, limits, where env
+    servers run, caching and the critique strategy. Each command's config embeds them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trials: int = Field(default=1, ge=1, le=1000)
+    seed: int = 0
+    seeding: Literal["runtime", "tau2"] = Field(default="runtime", description="How each trial's "
+        "sampling seed derives from the seed: the runtime's own, or tau2 run's (same --seed, "
+        "same requests: 300 sends 626729 in the first trial).")
+    critic_model: str | None = None
+    judge_model: str | None = None
+    auditor_model: str | None = Field(default=None, description="Leak auditor model (default: the judge's).")
+    user_model: str | None = None
+    api_base: str | None = None
+    critic_api_base: str | None = None
+    user_api_base: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    max_steps: int | None = Field(default=None, ge=2, description="τ² step limit; default 200 (τ²'s own) "
+                                  "(20 on the embedded model, to keep the offline run short).")
+    cache_dir: Path | None = None
+    strategy: str = Field(default="anti-leak", description="Critique strategy used by refine.")
+    no_judge: bool | None = Field(default=None, description="Skip the plan judge of p0 and p1 "
+                                  "(default: judge, except on the embedded model).")
+    no_auditor: bool = Field(default=False, description="Guard critiques with the rules alone (no leak auditor).")
+    request_timeout: float = Field(default=300.0, gt=0, le=3600,
+                                   description="Seconds one model request may take.")
+    max_error_rate: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="Exit with code 3 when the share of errored episodes is above this; by "
+        "default only when every episode errored.")
+    sandbox: Literal[SANDBOXES] = Field(  # type: ignore[valid-type]
+        default="inproc",
+        description="Where env servers run: inproc (no container), docker (containers; exit 2 "
+        "without an engine), auto (containers if an engine is reachable, else inproc).",
+    )
+
+    backend: Literal["threads", "ray"] = Field(
+        default="threads",
+        description="What runs the episodes: threads in this process, or Ray workers (local "
+        "or a cluster; see ray_address).",
+    )
+    ray_address: str | None = Field(
+        default=None, description="Ray cluster to join ('auto' or host:port); default: start a "
+        "local Ray instance with ray_workers workers.")
+    ray_workers: int | None = Field(
+        default=None, ge=1, le=1024, description="Ray episode workers (one process each); "
+        "default: one per CPU of the Ray instance.")
+    allow_changed_settings: bool = Field(
+        default=False, description="Resume a run folder even though settings that change "
+        "episodes (models, endpoints, temperature, seed, step limit, strategies, planner, ...) "
+        "differ from its earlier invocations; the mix is recorded in run.json.")
+    ray_placement_timeout: float = Field(
+        default=120.0, gt=0, le=86400, description="Seconds a Ray worker may stay unplaced (at "
+        "the start, or after its node was lost) before the run stops with exit 3 (resumable).")
+    model_concurrency: int | None = Field(
+        default=None, ge=1, le=4096, description="At most this many model calls in flight per "
+        "provider (endpoint), across every thread and every Ray worker of the run.")
+
+    max_cost: float | None = Field(
+        default=None, gt=0, description="USD the run folder may spend in all: no new episode "
+        "starts once spent cost plus the in-flight episodes' estimate would pass it (exit 4; the "
+        "same command with a higher limit resumes).")
+    episode_max_tokens: int | None = Field(
+        default=None, ge=1, description="Tokens (prompt + completion) one episode may use; "
+        "past it the episode ends unfinished (termination limit:tokens).")
+    episode_max_cost: float | None = Field(
+        default=None, gt=0, description="USD one episode may spend; past it the episode ends "
+        "unfinished (termination limit:cost).")
+    episode_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds one episode may run; past it the episode ends "
+        "unfinished (termination limit:time).")
+    prices: dict[str, Price] = Field(
+        default_factory=dict, description="USD per million tokens by model, 'IN/OUT' or "
+        "{input, output}, for models litellm does not price (0/0: free).")
+    no_report: bool = Field(default=False, description="Do not write the report and episode "
+                            "explorer at the end of the run.")
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {str(model): Price.parse(price) for model, price in value.items()}
+
+    def shared(self) -> dict[str, Any]:
+        """The shared settings alone, to hand on to a run."""
+        return {name: getattr(self, name) for name in RunSettings.model_fields}
+
+    @field_validator("critic_model", "judge_model", "user_model", "api_base", "critic_api_base",
+                     "user_api_base")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty; leave the option out to use the default")
+        return value
+
+    @field_validator("api_base", "critic_api_base", "user_api_base")
+    @classmethod
+    def _a_url(cls, value: str | None) -> str | None:
+        from urllib.parse import urlsplit
+
+        if value is None:
+            return value
+        try:
+            parts = urlsplit(value.strip())
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("not an http(s) URL; give the endpoint's URL, e.g. "
+                             "http://localhost:8000/v1")
+        return value
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, value: str) -> str:
+        from critique.strategies import STRATEGIES
+
+        if value not in STRATEGIES:
+            raise ValueError(f"unknown critique strategy; accepted: {', '.join(STRATEGIES)}")
+        return value
+
+
+Mode = Literal["direct", "plan-first", "refine"]
+
+
+class RunConfig(RunSettings):
+    """One run: the shared settings plus what picks its environment, modes, tasks and model."""
+
+    env: Literal[ENV_NAMES] = "tau2"  # type: ignore[valid-type]
+    mode: Literal["direct", "plan-first", "refine", "all"] | list[Mode] = Field(
+        default="refine", description="One mode, all three, or a list of modes (as a command "
+        "records what ran: an ablation's plan-first and refine, a table3 cell's modes).")
+    domain: str | None = None
+    split: str | None = None
+    tasks: str | None = Field(
+        default=None,
+        description="A count (a seeded sample of the split), or comma-separated task ids. τ² ids "
+        "are often numbers: '7' is a count, '7,' is the task with id 7.",
+    )
+    task_ids: list[str] | None = Field(default=None, description="Task ids, unambiguously.")
+    model: str | None = None
+    out: Path | None = None
+    run_id: str | None = None
+    no_cache: bool = False
+    retry_errors: bool = False
+    planner: str = Field(default="llm", description="A planner name or 'package.module:Class'.")
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty; give a litellm model name, or leave --model out "
+                             "to use the embedded model")
+        return value
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id_is_a_name(cls, value: str | None) -> str | None:
+        if value is not None and not RUN_ID.fullmatch(value):
+            raise ValueError("a run id is a folder name inside the runs folder: letters, digits, "
+                             "'.', '_' and '-', not starting with '.' or '-'")
+        return value
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _tasks_as_text(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return ",".join(str(v) for v in value)
+        if isinstance(value, int):
+            return str(value)
+        return value
+
+    @field_validator("mode")
+    @classmethod
+    def _some_mode(cls, value: Any) -> Any:
+        if isinstance(value, list) and (not value or len(set(value)) < len(value)):
+            raise ValueError("give each mode once, and at least one")
+        return value
+
+    @property
+    def modes(self) -> list[str]:
+        if isinstance(self.mode, list):
+            return list(self.mode)
+        return list(MODES) if self.mode == "all" else [self.mode]
+
+    @field_validator("task_ids", mode="before")
+    @classmethod
+    def _ids_as_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list):
+            return [str(v) for v in value]
+        return value
+
+    def task_count_or_ids(self) -> tuple[int | None, list[str] | None]:
+        if self.task_ids is not None:
+            if self.tasks is not None:
+                raise UsageError("give either --tasks or --task-ids, not both")
+            if not self.task_ids:
+                raise UsageError("--task-ids is empty; give comma-separated task ids")
+            return None, self.task_ids
+        if self.tasks is None:
+            return None, None
+        text = self.tasks.strip()
+        if text.isdigit():
+            if int(text) < 1:
+                raise UsageError(f"--tasks {text}: a count must be at least 1")
+            return int(text), None
+        ids = [t.strip() for t in text.split(",") if t.strip()]
+        if not ids:
+            raise UsageError(f"--tasks {self.tasks!r}: give a count or comma-separated task ids")
+        return None, ids
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read config {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"config {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 "
+                         "YAML") from exc
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"config {path} is not valid YAML: {' '.join(str(exc).split())}") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"config {path} must be a mapping of option names to values")
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise UsageError(f"config {path}: key {bad[0]!r} is not an option name; keys are option "
+                         "names such as env, domain, model")
+    return {k.replace("-", "_"): v for k, v in data.items()}
+
+
+def with_price_options(values: dict[str, Any], options: list[str] | None) -> dict[str, Any]:
+    """``values`` with each ``--price MODEL=IN/OUT`` added to (and overriding) its ``prices``."""
+    if not options:
+        return values
+    prices = dict(values.get("prices") or {})
+    for text in options:
+        try:
+            model, price = parse_option(text)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        prices[model] = price
+    return {**values, "prices": prices}
+
+
+def build(file_values: dict[str, Any], cli_values: dict[str, Any], source: str = "config") -> RunConfig:
+    cli_values = dict(cli_values)
+    file_values = with_price_options(file_values, cli_values.pop("price", None))
+    merged = {**file_values, **{k: v for k, v in cli_values.items() if v is not None}}
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        value = err.get("input")
+        shown = "" if isinstance(value, dict) else f" = {value!r}"
+        raise UsageError(f"{source}: {where}{shown}: {err['msg']}") from exc

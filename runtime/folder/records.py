@@ -1,0 +1,101 @@
+"""One record per (env, domain, task, mode, tested model, trial): everything a report needs.
+
+Records are the unit of resumption: a finished record is never run again under the same run id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MODES = ("direct", "plan-first", "refine")
+RECORD_VERSION = 2
+"""The shape and meaning of a record; part of a run's settings fingerprint (``runtime.compose.fingerprint``)."""
+BAD_ANSWER = ("unparsable_tool_call", "empty_reply")
+"""Flags of an answer that failed validation: it is never cached (``runtime.llm.layer``), and
+``--retry-errors`` runs an episode that carries one again (``runtime.batch``)."""
+Mode = Literal["direct", "plan-first", "refine"]
+
+
+class EpisodeKey(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    env: str
+    domain: str
+    task_id: str
+    mode: Mode
+    model: str
+    trial: int
+    strategy: str = Field(default="", description="Critique strategy (refine only).")
+
+    def id(self) -> str:
+        parts = [self.env, self.domain, self.task_id, self.mode, self.model, str(self.trial)]
+        return "|".join(parts + ([self.strategy] if self.strategy else []))
+
+
+class StageError(BaseModel):
+    stage: str
+    type: str
+    message: str
+    kind: str | None = Field(
+        default=None,
+        description="infrastructure / model_output / internal (runtime.episode.failures); absent in "
+        "records written before kinds were recorded.",
+    )
+    cause: str | None = Field(
+        default=None,
+        description="What was seen, a row of runtime.episode.failures.CAUSES (http_4xx, http_5xx, "
+        "timeout, connection, ...); absent in records written before causes were recorded.")
+
+
+class EpisodeRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    key: EpisodeKey
+    record_id: str
+    status: Literal["ok", "error"]
+    seed: int
+    opening_request: str | None = None
+    p0: dict[str, Any] | None = Field(default=None, description="APB plan + unknown_tools flag.")
+    critique: dict[str, Any] | None = None
+    guard: dict[str, Any] | None = Field(default=None, description="Leak-guard outcome for the critique.")
+    critique_note: str | None = Field(
+        default=None, description="What the verdict rule (evrcore.verdict) settled in the critique: "
+        "a grade that contradicted its flags after the critic's last attempt.")
+    provenance: dict[str, Any] | None = Field(
+        default=None, description="Provenance audit (critique.provenance): supervision-only values the "
+        "agent used without having observed them; absent in records written before it existed.")
+    p1: dict[str, Any] | None = None
+    judge_p0: dict[str, Any] | None = Field(default=None, description="APB plan judgement of p0.")
+    judge_p1: dict[str, Any] | None = Field(default=None, description="APB plan judgement of p1.")
+    score: float | None = None
+    score_name: str | None = None
+    breakdown: dict[str, Any] = Field(default_factory=dict)
+    termination: str | None = None
+    turns: int | None = None
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    score_info: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    timings_s: dict[str, float] = Field(default_factory=dict)
+    reused: list[str] = Field(
+        default_factory=list, description="Shared artifacts this episode read rather than made."
+    )
+    error: StageError | None = None
+    malformed: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Malformed model output by purpose and kind (unparsable_tool_call, "
+        "empty_reply, truncated) with counts; empty when every answer was well formed.")
+    flags: list[str] = Field(
+        default_factory=list, description="The kinds of malformed output seen in this episode.")
+    finish_reasons: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="The providers' own finish reasons that were not ordinary ones "
+        "(MALFORMED_FUNCTION_CALL, SAFETY, length, ...) by purpose, with counts, retried "
+        "answers included; empty when every answer ended normally.")
+    fingerprint: str | None = Field(
+        default=None, description="The id of the settings the episode was made with (run.json "
+        "holds them, runtime.compose.fingerprint); absent in records written before fingerprints.")
+    started_at: str
+    finished_at: str
