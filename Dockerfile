@@ -104,6 +104,7 @@ COPY README.md /app/
 COPY evrcore/ /app/evrcore/
 COPY runtime/ /app/runtime/
 COPY critique/ /app/critique/
+COPY leakbench/ /app/leakbench/
 COPY planners/ /app/planners/
 COPY envs/ /app/envs/
 COPY testkit/ /app/testkit/

@@ -59,7 +59,7 @@ TARGETS: dict[str, Target] = {
     "env-toolsandbox": Target("env-toolsandbox", "evr-env-toolsandbox", ("envs",),
                               ("python", "-m", "envs.toolsandbox.server")),
     "runtime": Target("runtime", "evr-runtime",
-                      ("pyproject.toml", "README.md", "evrcore", "runtime", "critique", "planners",
+                      ("pyproject.toml", "README.md", "evrcore", "runtime", "critique", "leakbench", "planners",
                        "envs", "testkit", "configs")),
 }
 
