@@ -1,7 +1,7 @@
 """The one parser builder every runtime command uses: errors in one line (exit 2) and
 ``--version`` (``evrcore.args``), with secrets scrubbed from the error line.
 
-argparse prints its whole usage block before an error; the README promises one line and exit 2
+argparse prints its whole usage block before an error; the guide promises one line and exit 2
 for every bad input, the same as a bad value caught after parsing.
 """
 

