@@ -119,7 +119,7 @@ def test_error_line_keeps_bracketed_text(tmp_path):
     """``[service_issue]`` in a telecom task id must not vanish as rich markup."""
     from types import SimpleNamespace
 
-    from runtime.cli.lifecycle import lifecycle as cli
+    from runtime.cli import lifecycle as cli
     from runtime.folder.records import EpisodeKey, EpisodeRecord, StageError
     from runtime.folder.store import RunStore
 
