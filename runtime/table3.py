@@ -22,7 +22,7 @@ from runtime.compose import config as cfg
 from runtime.cli.args import add_budget_options, command_parser
 from runtime.cli.lifecycle import error_rate_exit, execute, finished_records, guarded, report_line
 from runtime.compose.config import ENV_NAMES, RunConfig, RunSettings, UsageError
-from runtime.llm.roles import PURPOSES, ROLES, resolve
+from runtime.llm.roles import ROLES, resolve
 from runtime.folder.logs import quiet_loguru
 from runtime.folder.store import write_json_atomic
 
@@ -172,22 +172,8 @@ def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) 
     return runs
 
 
-# Rough per-episode call counts and token sizes, for the dry-run's cost estimate only.
-CALLS = {"direct": {"executor": 12, "user": 8},
-         "plan-first": {"planner": 1, "judge": 1, "executor": 12, "user": 8},
-         "refine": {"planner": 0, "judge": 1, "critic": 1, "auditor": 1, "reviser": 1, "executor": 12, "user": 8}}
-# critic and judge read the full tool schemas and a reference plan beside the policy: about 30,000
-# characters on airline and retail with an empty plan (the executor's policy and tools: 7,000 tokens)
-TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (8500, 400), "judge": (8500, 300), "auditor": (2500, 60),
-          "executor": (7000, 150), "user": (1500, 60)}
-
-
 def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
-    from runtime.llm.prices import price_of
-
-    def price(model: str) -> tuple[float, float] | None:
-        found = price_of(model, config.prices)
-        return None if found is None else found.per_token()
+    from runtime.llm.estimate import episode_estimate
 
     rows, unpriced, unpriced_roles = [], set(), {}
     total_episodes = total_calls = 0
@@ -199,19 +185,13 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
             episodes = n_tasks * config.trials * len(config.modes)
             calls = cost = 0.0
             for mode in config.modes:
-                for purpose, count in CALLS[mode].items():
-                    if (purpose == "judge" and config.no_judge) or (purpose == "auditor" and config.no_auditor):
-                        continue
-                    n = count * n_tasks * config.trials
-                    calls += n
-                    who = roles[PURPOSES[purpose].role]
-                    p = price(who)
-                    if p is None:
-                        unpriced.add(who)
-                        unpriced_roles.setdefault(PURPOSES[purpose].role, set()).add(who)
-                        continue
-                    tin, tout = TOKENS[purpose]
-                    cost += n * (tin * p[0] + tout * p[1])
+                one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
+                                       auditor=not config.no_auditor)
+                calls += one.calls * n_tasks * config.trials
+                cost += one.cost_usd * n_tasks * config.trials
+                for role, models in one.unpriced.items():
+                    unpriced |= models
+                    unpriced_roles.setdefault(role, set()).update(models)
             rows.append({"env": cell.env, "model": model, "tasks": n_tasks, "episodes": episodes,
                          "model_calls": int(calls), "cost_usd": cost})
             total_episodes += episodes
