@@ -202,6 +202,35 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
             "unpriced_roles": {role: sorted(models) for role, models in unpriced_roles.items()}}
 
 
+def detectable_lines(config: Table3Config, sample) -> list[str]:
+    """The minimum detectable Δ of every comparison the modes make, per environment."""
+    from runtime.cli.plan import plan_lines
+
+    lines = []
+    for cell in config.environments:
+        tasks = sum(len(v) for v in sample.get(cell.env, {}).values())
+        pub = config.published.get(cell.env)
+        paper = (pub.low, pub.high, pub.scale, pub.unit or "") if pub else None
+        lines += plan_lines(cell.env, tasks, config.trials, list(config.modes), paper)
+    return lines
+
+
+def target_trials(config: Table3Config, sample, target: float | None, say) -> Table3Config:
+    """``--target-mde``: the most trials any environment's Refine − Plan-first needs for it."""
+    if target is None:
+        return config
+    from runtime.cli.plan import chosen_trials
+
+    chosen = []
+    for cell in config.environments:
+        tasks = sum(len(v) for v in sample.get(cell.env, {}).values())
+        trials, line = chosen_trials(cell.env, tasks, config.trials, target)
+        chosen.append(trials)
+        if line:
+            say(escape(line))
+    return config.model_copy(update={"trials": max(chosen)})
+
+
 def dry_run(config: Table3Config, sample, console: Console) -> int:
     """Print the matrix and its estimate against the budget; 2 when ``max_cost`` is set while a
     role has no price (the real run would refuse it), else 0."""
@@ -218,6 +247,8 @@ def dry_run(config: Table3Config, sample, console: Console) -> int:
     console.print(escape(f"total: {est['episodes']} episodes, ~{est['model_calls']} model calls, "
                          f"~${est['cost_usd']:.2f} (litellm's prices and yours; per-call token "
                          "sizes are rough averages, so treat this as an order of magnitude)"))
+    for line in detectable_lines(config, sample):
+        console.print(escape(line), soft_wrap=True)
     for role, models in est["unpriced_roles"].items():
         console.print(f"[bold red]UNPRICED[/] {escape(role)}: {escape(', '.join(models))} — its "
                       "calls are counted as $0 here and in the run; give --price "
@@ -241,7 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = command_parser("python -m runtime.table3", __doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--out", type=Path, help="run folder (overrides the config's out)")
-    parser.add_argument("--dry-run", action="store_true", help="print the matrix and cost; call no model")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the matrix, its cost and the detectable Δ of each comparison; call no model")
+    parser.add_argument("--target-mde", type=float, metavar="DELTA",
+                        help="choose the trials so Refine − Plan-first can detect this Δ (80%% power, α 0.05)")
     add_budget_options(parser)
     args = parser.parse_args(argv)
     from rich.console import Console
@@ -256,10 +290,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from runtime.folder.store import RunStore
 
         check_cells(config, args.config, args.dry_run, console.print)
+        if args.target_mde is not None and not args.target_mde > 0:
+            raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
         if args.dry_run:
-            return dry_run(config, _sample_preview(config), console)
+            sample = _sample_preview(config)
+            return dry_run(target_trials(config, sample, args.target_mde, console.print), sample, console)
         open_folder(config.out, "--out", RunStore)
         sample = draw_sample(config, config.out)
+        config = target_trials(config, sample, args.target_mde, console.print)
         runs = [build_run(c, console.print, modes=list(config.modes)) for c in cell_configs(config, sample)]
         write_json_atomic(config.out / "table3.json", json.loads(config.model_dump_json()))
 
