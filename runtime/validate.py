@@ -17,7 +17,7 @@ from envs.registry import SANDBOXES, names
 from runtime.compose import config as cfg
 from runtime.cli.args import add_budget_options, command_parser
 from runtime.cli.lifecycle import guarded
-from runtime.compose.config import RunConfig
+from runtime.compose.config import RunConfig, UsageError
 from runtime.compose.preflight import refuse_early
 from runtime.folder.records import MODES
 
@@ -97,6 +97,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-concurrency", type=int,
                    help="at most this many model calls in flight per provider, across all workers")
     add_budget_options(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the episodes, their cost and the detectable Δ of each comparison; "
+                   "call no model and write nothing")
+    p.add_argument("--target-mde", type=float, metavar="DELTA",
+                   help="choose --trials so Refine − Plan-first can detect this Δ (80%% power, α 0.05)")
     p.add_argument("--episode-max-tokens", type=int,
                    help="tokens one episode may use; past it the episode ends unfinished")
     p.add_argument("--episode-max-cost", type=float, metavar="USD",
@@ -111,6 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         config = load_config(args)
+        if args.target_mde is not None and not args.target_mde > 0:
+            raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
+        if args.dry_run:
+            return dry_run(config, args.target_mde)
+        config = with_target_trials(config, args.target_mde, print)
         refuse_early(config)  # what an earlier command learnt, before the heavy imports
         from rich.console import Console
 
@@ -132,9 +142,71 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def load_config(args: argparse.Namespace) -> RunConfig:
     """The run's settings: the config file (if any), overridden by the options given."""
-    values = {k: v for k, v in vars(args).items() if k != "config"}
+    values = {k: v for k, v in vars(args).items() if k not in ("config", "dry_run", "target_mde")}
     file_values = cfg.load_yaml(args.config) if args.config else {}
     return cfg.build(file_values, values, source=str(args.config) if args.config else "option")
+
+
+def _tasks(config: RunConfig) -> list[str]:
+    """The tasks the settings select, found without touching any folder."""
+    from envs import EnvError, get_environment, registry
+    from runtime.compose.build import model_specs
+    from runtime.compose.preflight import check_count, task_selection
+    from runtime.folder.logs import quiet_loguru
+
+    quiet_loguru()
+    try:
+        env_spec = registry.spec(config.env)
+        env = get_environment(config.env)
+        selection = task_selection(config, env_spec, model_specs(config)[1])
+        ids = env.select(selection)
+    except (EnvError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    check_count(config, selection, len(ids))
+    return ids
+
+
+def with_target_trials(config: RunConfig, target: float | None, say) -> RunConfig:
+    """``--target-mde``: the trials Refine − Plan-first needs for it on the selected tasks."""
+    if target is None:
+        return config
+    from runtime.cli.plan import chosen_trials
+
+    trials, line = chosen_trials(config.env, len(_tasks(config)), config.trials, target)
+    if line:
+        say(line)
+    return config.model_copy(update={"trials": trials})
+
+
+def dry_run(config: RunConfig, target: float | None) -> int:
+    """Episodes, cost and detectable Δ of the run these settings make: no model called, nothing
+    written (not even the run folder)."""
+    from runtime.cli.plan import paper_effect, plan_lines
+    from runtime.llm.estimate import episode_estimate
+    from runtime.llm.roles import ROLES, resolve
+    from runtime.compose.config import EMBEDDED_MODEL
+
+    config = with_target_trials(config, target, print)
+    tasks = len(_tasks(config))
+    modes, trials = config.modes, config.trials
+    roles = resolve({role: getattr(config, role) for role in ROLES}, EMBEDDED_MODEL)
+    cost, unpriced = 0.0, set()
+    for mode in modes:
+        one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
+                               auditor=not config.no_auditor)
+        cost += one.cost_usd * tasks * trials
+        unpriced |= {m for models in one.unpriced.values() for m in models}
+    print(f"dry run: {config.env} · {tasks} tasks × {trials} trials × modes {', '.join(modes)} = "
+          f"{tasks * trials * len(modes)} episodes, ~${cost:.2f} (rough per-call token sizes)")
+    if unpriced:
+        print(f"unpriced (counted as $0): {', '.join(sorted(unpriced))}; give --price MODEL=IN/OUT")
+    compared = modes if len(modes) > 1 else sorted({*modes, "plan-first"} if modes == ["refine"] else modes)
+    if compared != modes:
+        print("one mode: no comparison inside this run; beside a Plan-first run of the same size:")
+    lines = plan_lines(config.env, tasks, trials, compared, paper_effect(config.env))
+    for line in lines or ["one mode: no comparison to size"]:
+        print(line)
+    return 0
 
 
 if __name__ == "__main__":

@@ -34,6 +34,16 @@ def planning_variance(env: str) -> Variance:
                     "an upper bound", upper_bound=True)
 
 
+def paper_effect(env: str) -> tuple[float, float, float, str] | None:
+    """The APB paper's Refine − Plan-first gain on ``env`` as (low, high, scale, unit)."""
+    name = {"tau2": "apb-table3-tau2", "toolsandbox": "apb-table3-toolsandbox"}.get(env)
+    if name is None:
+        return None
+    figures = published.figures(name)
+    low, high = figures.effect
+    return low, high, 100.0 if env == "toolsandbox" else 1.0, figures.unit
+
+
 def comparisons(modes: list[str]) -> list[tuple[str, str]]:
     return [(t, c) for t, c in COMPARISONS if t in modes and c in modes]
 
