@@ -151,7 +151,7 @@ def _estimate(args):
     key = (str(args.run), args.compare)
     if key in _ESTIMATES:
         return _ESTIMATES[key]
-    from runtime.folder.records import MODES
+    from runtime.folder.records import RECORD_MODES
     from runtime.folder.store import RECORDS, RunStore
     from runtime.reports.summary import frame
     from runtime.stats.components import estimate
@@ -164,7 +164,7 @@ def _estimate(args):
     missing = [a for a in arms if a not in known]
     if not 1 <= len(arms) <= 2 or missing:
         raise UsageError(f"--compare {args.compare}: accepted: one or two of the folder's arms "
-                         f"({', '.join(known) or 'none'}; modes are {', '.join(MODES)})")
+                         f"({', '.join(known) or 'none'}; modes are {', '.join(RECORD_MODES)})")
     ok = df[df["status"] == "ok"]
     try:
         found = estimate(ok, arms)
@@ -249,10 +249,10 @@ def _cost(args, tasks: int, trials: int) -> None:
 
 
 def _compared_modes(args) -> list[str]:
-    from runtime.folder.records import MODES
+    from runtime.folder.records import RECORD_MODES
 
     modes = [a.split(":")[0] for a in args.compare.split(",")]
-    return [m if m in MODES else "refine" for m in modes][:2] or ["refine", "plan-first"]
+    return [m if m in RECORD_MODES else "refine" for m in modes][:2] or ["refine", "plan-first"]
 
 
 if __name__ == "__main__":

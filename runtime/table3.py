@@ -248,7 +248,7 @@ def dry_run(config: Table3Config, sample, console: Console) -> int:
                          f"~${est['cost_usd']:.2f} (litellm's prices and yours; per-call token "
                          "sizes are rough averages, so treat this as an order of magnitude)"))
     for line in detectable_lines(config, sample):
-        console.print(escape(line), soft_wrap=True)
+        console.print(escape(line))
     for role, models in est["unpriced_roles"].items():
         console.print(f"[bold red]UNPRICED[/] {escape(role)}: {escape(', '.join(models))} — its "
                       "calls are counted as $0 here and in the run; give --price "

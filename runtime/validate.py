@@ -19,7 +19,21 @@ from runtime.cli.args import add_budget_options, command_parser
 from runtime.cli.lifecycle import guarded
 from runtime.compose.config import RunConfig, UsageError
 from runtime.compose.preflight import refuse_early
-from runtime.folder.records import MODES
+from runtime.folder.records import AA_MODE, MODES, RECORD_MODES
+
+
+def mode_option(text: str) -> str:
+    """``--mode``: one mode, ``all``, or comma-separated modes (each once)."""
+    names = [m.strip() for m in text.split(",")]
+    accepted = [*RECORD_MODES, "all"]
+    for name in names:
+        if name not in accepted or (name == "all" and len(names) > 1):
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {name!r} (choose from {', '.join(repr(m) for m in accepted)}; "
+                "several modes comma-separated)")
+    if len(set(names)) < len(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: give each mode once")
+    return text
 
 # What runs episodes (litellm, LangGraph, τ², rich's progress) is imported in ``main`` once the
 # arguments are read, so --help, --version and a bad option answer at once.
@@ -33,7 +47,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--config", type=Path, help="YAML file with any of the options below")
     p.add_argument("--env", choices=names())
-    p.add_argument("--mode", choices=[*MODES, "all"])
+    p.add_argument("--mode", type=mode_option, metavar="MODE[,MODE...]",
+                   help=f"{', '.join(MODES)}, all (the three), or comma-separated modes; "
+                   f"{AA_MODE}: Plan-first again with independent trial seeds, the A/A arm whose Δ "
+                   "is the run's noise floor (e.g. --mode plan-first,refine,plan-first-aa)")
     p.add_argument("--domain", help="τ²-bench domain: airline, retail, telecom, mock (default airline)")
     p.add_argument("--split", help="task split, e.g. base, train, test (default base)")
     p.add_argument("--tasks", help="a count (a seeded sample of the split) or comma-separated task "

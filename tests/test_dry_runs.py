@@ -49,7 +49,8 @@ def test_validate_dry_run_target_mde_chooses_the_trials(capsys):
 
 def test_table3_dry_run_prints_a_detectable_delta_for_every_comparison(capsys):
     assert table3.main(["--config", str(REPO / "configs" / "table3.yaml"), "--dry-run"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps to the terminal's width
+    out = re.sub(r" (?=(tau2|toolsandbox) · )", "\n", out)
     found = {(m[1], m[2], m[3]): float(m[6]) for m in DETECTABLE.finditer(out) if m[4] == "200" and m[5] == "3"}
     assert set(found) == {(e, t, c) for e in ("tau2", "toolsandbox")
                           for t, c in (("refine", "plan-first"), ("plan-first", "direct"))}, out
@@ -62,7 +63,7 @@ def test_table3_dry_run_prints_a_detectable_delta_for_every_comparison(capsys):
 
 def test_table3_target_mde_chooses_the_trials(capsys):
     assert table3.main(["--config", str(REPO / "configs" / "table3.yaml"), "--dry-run", "--target-mde", "0.05"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     need = trials_for(_airline(), 200, 0.05)
     assert f"tau2: --target-mde 0.05 takes {need} trials" in out
 
@@ -74,3 +75,17 @@ def test_bad_target_mde_is_refused(command, capsys):
     assert command.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--target-mde -1" in err[0]
+
+
+def test_modes_are_a_comma_separated_list_and_a_bad_one_is_named(capsys):
+    assert validate.main(["--env", "tau2", "--domain", "airline", "--mode", "plan-first,plan-first-aa",
+                          "--model", "openai/gpt-4o", "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "modes plan-first, plan-first-aa" in out
+    for bad, named in (("plan-first,sideways", "invalid choice: 'sideways'"), ("all,refine", "invalid choice: 'all'"),
+                       ("refine,refine", "give each mode once")):
+        with pytest.raises(SystemExit) as exit_:  # the parser's one-line error
+            validate.main(["--env", "tau2", "--mode", bad, "--dry-run"])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and named in err[0], err

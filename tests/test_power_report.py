@@ -65,13 +65,20 @@ def test_end_to_end_run_shows_the_figures(tmp_path):
     stochastic.register(bench, "stochastic-e2e")
     ids = suitable_tasks("airline", 4)
     out = tmp_path / "run"
-    config = tmp_path / "run.yaml"
-    config.write_text("mode: [plan-first, refine]\n")
-    assert validate.main(["--config", str(config), "--env", "tau2", "--domain", "airline",
+    assert validate.main(["--mode", "plan-first,refine,plan-first-aa", "--env", "tau2", "--domain", "airline",
                           "--task-ids", ",".join(ids), "--trials", "2", "--model", "scripted/stochastic-e2e",
                           "--out", str(out), "--no-cache", "--concurrency", "4"]) == 0
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
-    assert len(records) == 4 * 2 * 2
+    assert len(records) == 4 * 2 * 3
+    # the A/A arm: its own trial seeds, its own opening requests and plans (made, not reused)
+    by_mode = {}
+    for r in records:
+        by_mode.setdefault(r["key"]["mode"], {})[(r["key"]["task_id"], r["key"]["trial"])] = r
+    assert set(by_mode) == {"plan-first", "refine", "plan-first-aa"}
+    for unit, aa in by_mode["plan-first-aa"].items():
+        assert aa["seed"] != by_mode["plan-first"][unit]["seed"]
+        assert "p0" not in aa["reused"] and "opening" not in aa["reused"], aa["reused"]
+        assert "p0" in by_mode["refine"][unit]["reused"]  # while Refine shares Plan-first's p0
     for r in records:  # reproducible: the outcome is the generator's for the trial seed
         assert (r["score"] >= 1 - 1e-6) == bench.succeeds(r["key"]["task_id"], r["key"]["mode"], r["seed"]), r["key"]
     # Δ computed independently from the records: per-task trial means, differenced, averaged
@@ -89,5 +96,26 @@ def test_end_to_end_run_shows_the_figures(tmp_path):
     report = (out / "report.md").read_text()
     assert "| detectable |" in report and f"±{row['mde']:.3f}" in report
     assert "## What each Δ can tell" in report and "variance components between-task" in report
+    [aa] = [d for d in summary["deltas"] if d["treatment"] == "plan-first-aa"]
+    assert aa["kind"] == "A/A (noise floor)" and "p_holm" not in aa
+    assert "A/A (Plan-first again, independent trial seeds)" in report
+    aa_diff = (pd.DataFrame([{"task": r["key"]["task_id"], "mode": r["key"]["mode"], "score": r["score"]}
+                             for r in records]).groupby(["task", "mode"])["score"].mean().unstack())
+    assert aa["delta"] == pytest.approx((aa_diff["plan-first-aa"] - aa_diff["plan-first"]).mean())
     index = (out / "explorer" / "index.html").read_text()
     assert "Δ against Plan-first" in index and row["verdict"].split(";")[0] in index
+
+
+def test_the_aa_arm_draws_seeds_independent_of_every_trial():
+    from runtime.episode.spec import episode_seed, trial_seed
+    from runtime.folder.records import EpisodeKey
+
+    def key(mode: str, trial: int) -> EpisodeKey:
+        return EpisodeKey(env="tau2", domain="airline", task_id="1", mode=mode, model="m", trial=trial)
+
+    for seeding in ("runtime", "tau2"):
+        trials = {trial_seed(300, k, seeding) for k in range(50)}
+        aa = [episode_seed(300, key("plan-first-aa", k), seeding) for k in range(50)]
+        assert not trials & set(aa) and len(set(aa)) == 50
+        assert all(episode_seed(300, key("plan-first", k), seeding) == trial_seed(300, k, seeding)
+                   for k in range(5)), "the other modes keep their trial seeds"

@@ -12,7 +12,9 @@ from runtime.llm.roles import PURPOSES
 CALLS = {"direct": {"executor": 12, "user": 8},
          "plan-first": {"planner": 1, "judge": 1, "executor": 12, "user": 8},
          "refine": {"planner": 0, "judge": 1, "critic": 1, "auditor": 1, "reviser": 1, "executor": 12, "user": 8}}
-"""Rough model calls per episode and purpose (Refine reuses Plan-first's p0)."""
+CALLS["plan-first-aa"] = CALLS["plan-first"]
+"""Rough model calls per episode and purpose (Refine reuses Plan-first's p0; the A/A arm makes
+its own)."""
 # critic and judge read the full tool schemas and a reference plan beside the policy: about 30,000
 # characters on airline and retail with an empty plan (the executor's policy and tools: 7,000 tokens)
 TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (8500, 400), "judge": (8500, 300), "auditor": (2500, 60),

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from runtime.folder.records import AA_MODE
 from runtime.reports.stats import task_delta
 
 CONTROL = "plan-first"
@@ -51,11 +52,13 @@ def comparisons(df: pd.DataFrame, *, column: str = "arm", control: str = CONTROL
         if d is None:
             continue
         digits = 1 if scale != 1.0 else 2
-        rows.append({"treatment": name, "control": control, "delta": d.mean, "low": d.low,
+        rows.append({"treatment": name, "control": control,
+                     "kind": "A/A (noise floor)" if name == AA_MODE else "comparison", "delta": d.mean, "low": d.low,
                      "high": d.high, "p": d.p, "sign_p": d.sign_p, "tasks": d.n, "mde": d.mde,
                      "verdict": d.verdict(digits=digits, scale=scale),
                      "components": components_fields(pd.concat([part, base]), (name, control), column)})
-    with_p = [r for r in rows if r["p"] == r["p"]]
+    # the A/A arm checks the noise floor; it is not one of the hypotheses the correction guards
+    with_p = [r for r in rows if r["p"] == r["p"] and r["treatment"] != AA_MODE]
     if len(with_p) > 1:
         from runtime.stats.intervals import holm
 

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import jinja2
 from markdown_it import MarkdownIt
 
-from runtime.folder.records import MODES, EpisodeRecord
+from runtime.folder.records import RECORD_MODES, EpisodeRecord
 from runtime.reports import episode_view
 from runtime.reports.summary import arm
 from runtime.folder.store import write_text_atomic
@@ -53,7 +53,7 @@ def task_slug(env: str, domain: str, task_id: str) -> str:
 
 def arm_order(arms: Iterable[str]) -> list[str]:
     """Direct, Plan-first, then Refine and its strategies (the summary's order)."""
-    return sorted(set(arms), key=lambda a: (MODES.index(a.split(":")[0]), a))
+    return sorted(set(arms), key=lambda a: (RECORD_MODES.index(a.split(":")[0]), a))
 
 
 @dataclass

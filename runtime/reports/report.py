@@ -1,8 +1,10 @@
 """The Table 3 report, rebuilt from stored records (``python -m runtime.report <run folder>``).
 
 Per environment × tested model: Direct, Plan-first and Refine means; Δ = Refine − Plan-first
-with a paired bootstrap 95% CI over tasks (trials averaged within a task first, since trials
-of one task are not independent) and an exact sign test, on the tasks complete in both arms
+with a 95% CI clustered by task (trials averaged within a task first, since trials of one task
+are not independent; t over tasks, calibrated in tests/test_calibration.py), the Δ the run could
+detect at its own variance and a verdict, the A/A arm's Δ (Plan-first run again with independent
+seeds) beside it, the variance components, and an exact sign test, on the tasks complete in both arms
 and again with errored episodes scored 0; per arm episodes, errors and error rate, with a
 warning when errors could bias Δ; pass^k for k up to the number of trials (errors count as
 failures, success as in τ²); plan-judge correctness and grade p0 → p1; tokens and cost per mode; the paper's
@@ -29,7 +31,9 @@ from runtime.reports.stats import (  # noqa: E402
     delta_lines,
     error_warnings,
     pass_k,
+    task_delta,
 )
+from runtime.folder.records import AA_MODE  # noqa: E402
 from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings  # noqa: E402
 from runtime.reports import explorer, leaks, provenance, verdicts  # noqa: E402
@@ -102,6 +106,10 @@ def _delta_fields(part: pd.DataFrame) -> dict[str, Any]:
                            f"{arm}_infrastructure_errors": counted.infrastructure,
                            f"{arm}_error_causes": counted.causes_text()})
     fields["error_warnings"] = error_warnings(arms)
+    aa = task_delta(part[part["mode"] == AA_MODE], part[part["mode"] == "plan-first"])
+    if aa is not None:  # the A/A arm: Plan-first again with independent seeds, the noise floor
+        fields.update(aa_delta=aa.mean, aa_low=aa.low, aa_high=aa.high, aa_p=aa.p, aa_mde=aa.mde,
+                      aa_tasks=aa.n)
     lines = delta_lines(part[part["mode"] == "refine"], part[part["mode"] == "plan-first"])
     for line, prefix in zip(DELTA_LINES, ("delta", "delta0")):
         d = lines[line]
@@ -132,8 +140,8 @@ def markdown(table: list[dict[str, Any]], title: str) -> str:
              "trials averaged within a task); detectable: the Δ this run finds with 80% power at "
              "its own variance; p: exact sign test.", "",
              "| env | tested model | critique | tasks × trials | Direct | Plan-first | Refine | Δ [95% CI] | "
-             "detectable | sign p | paper's Δ | judge CR p0 → p1 | judge grade p0 → p1 | errors |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "detectable | A/A Δ [95% CI] | sign p | paper's Δ | judge CR p0 → p1 | judge grade p0 → p1 | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         s = r.get("scale", 1.0)
         digits = 1 if s != 1.0 else 3
@@ -145,7 +153,8 @@ def markdown(table: list[dict[str, Any]], title: str) -> str:
             f"| {r['env']} | {r['model']} | {_strategy_label(r['strategy'])} | {r['tasks']} × {r['trials']} | "
             f"{_f(r['direct_mean'], digits, s)} | "
             f"{_f(r['plan-first_mean'], digits, s)} | {_f(r['refine_mean'], digits, s)} | {delta} | "
-            f"{_detectable(r.get('delta_mde'), digits, s)} | {_f(r.get('sign_p'), 3)} | {r.get('published', '–')} | {_f(r['judge_cr_p0'], 2)} → "
+            f"{_detectable(r.get('delta_mde'), digits, s)} | {_interval(r, 'aa', digits, s)} | "
+            f"{_f(r.get('sign_p'), 3)} | {r.get('published', '–')} | {_f(r['judge_cr_p0'], 2)} → "
             f"{_f(r['judge_cr_p1'], 2)} | {_f(r['judge_grade_p0'], 2)} → {_f(r['judge_grade_p1'], 2)} | "
             f"{r['errors']} |")
     lines += verdict_markdown(table)
@@ -167,6 +176,13 @@ def markdown(table: list[dict[str, Any]], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _interval(r: dict[str, Any], prefix: str, digits: int, scale: float) -> str:
+    if r.get(f"{prefix}_delta") is None:
+        return "–"
+    return (f"{_f(r[f'{prefix}_delta'], digits, scale, True)} [{_f(r[f'{prefix}_low'], digits, scale, True)}, "
+            f"{_f(r[f'{prefix}_high'], digits, scale, True)}]")
+
+
 def _detectable(value: Any, digits: int, scale: float) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "–"
@@ -186,6 +202,10 @@ def verdict_markdown(table: list[dict[str, Any]]) -> list[str]:
         for prefix, line in (("delta", "complete tasks"), ("delta0", "errors as 0")):
             if r.get(f"{prefix}_verdict"):
                 lines.append(f"- {label} ({line}): {r[f'{prefix}_verdict']}")
+        if r.get("aa_delta") is not None:
+            lines.append(f"- {label}: A/A (Plan-first again, independent trial seeds) "
+                         f"{_interval(r, 'aa', 3, 1.0)} over {r['aa_tasks']} tasks, p {r['aa_p']:.3g}: "
+                         "the noise floor to read the real Δ beside")
         lines.append(f"- {label}: variance components {components_line(r.get('components'))}")
     return lines
 

@@ -25,7 +25,7 @@ from runtime.reports.fit import Col, FitTable
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
-from runtime.folder.records import BAD_ANSWER, MODES, EpisodeRecord
+from runtime.folder.records import BAD_ANSWER, RECORD_MODES, EpisodeRecord
 
 
 def arm(mode: str, strategy: str) -> str:
@@ -103,7 +103,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
     df = frame(records)
     by_arm: dict[str, Any] = {}
     if not df.empty:
-        order = sorted(set(df["arm"]), key=lambda a: (MODES.index(a.split(":")[0]), a))
+        order = sorted(set(df["arm"]), key=lambda a: (RECORD_MODES.index(a.split(":")[0]), a))
         for name in order:
             part = df[df["arm"] == name]
             ok = part[part["status"] == "ok"]
