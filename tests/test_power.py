@@ -107,15 +107,24 @@ def test_paper_sized_design_says_it_cannot_reach_the_effect(capsys):
     (["--from", "no/such/folder"], "no records.jsonl"),
     (["--tasks", "x"], "--tasks"),
 ])
-def test_bad_input_is_one_line_and_exit_2(argv, named, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "runtime.power", *argv], capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path,
-                          env={"PYTHONPATH": str(__import__("pathlib").Path(__file__).parent.parent),
-                               "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin"})
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and named in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+def test_bad_input_is_one_line_and_exit_2(argv, named, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = power_command.main(argv)
+    except SystemExit as exc:  # the parser's own one-line error
+        code = exc.code
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0] and "Traceback" not in lines[0], lines
     assert not (tmp_path / "no").exists(), "--from must not create the folder it reads"
+
+
+def test_bad_input_in_a_process_of_its_own_prints_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "runtime.power", "--tasks", "50", "--trials", "3",
+                           "--sd", "-1", "--icc", "0.4"], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={"PYTHONPATH": str(__import__("pathlib").Path(__file__).parent.parent),
+                                             "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "sd must be a positive" in proc.stderr
 
 
 # -- variance components of a synthetic folder -----------------------------------------------
