@@ -174,8 +174,8 @@ def _estimate(args):
     print(f"estimated from {args.run} ({' vs '.join(arms)}; {found.tasks} tasks, {found.trials:.1f} "
           f"trials per task and arm; method of moments, {found.confidence:.0%} intervals from "
           "resampling tasks):")
-    for name in ("between_task", "task_mode", "within_task"):
-        print(f"  {name.replace('_', ' ')}: {getattr(found.components, name):.4f} "
+    for name, label in (("between_task", "between-task"), ("task_mode", "task × arm"), ("within_task", "within-task")):
+        print(f"  {label}: {getattr(found.components, name):.4f} "
               f"[{getattr(lo, name):.4f}, {getattr(hi, name):.4f}]")
     for note in found.notes:
         print(f"  note: {note}")

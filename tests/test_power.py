@@ -161,8 +161,8 @@ def test_from_run_recovers_known_components_within_its_stated_uncertainty(tmp_pa
     folder = synthetic_folder(tmp_path / "run")
     assert power_command.main(["--from", str(folder), "--trials", "4"]) == 0
     out = capsys.readouterr().out
-    for name in ("between_task", "task_mode", "within_task"):
-        found = re.search(rf"{name.replace('_', ' ')}: ([0-9.]+) \[([0-9.]+), ([0-9.]+)\]", out)
+    for name, label in (("between_task", "between-task"), ("task_mode", "task × arm"), ("within_task", "within-task")):
+        found = re.search(rf"  {label}: ([0-9.]+) \[([0-9.]+), ([0-9.]+)\]", out)
         assert found, out
         point, low, high = map(float, found.groups())
         assert low <= getattr(TRUE, name) <= high, (name, point, low, high)
