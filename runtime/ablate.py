@@ -73,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def refuse_fixed_options(args: argparse.Namespace) -> None:
     """ablate always runs Plan-first and Refine with the strategies of ``--strategies``: a
     ``--mode`` or ``--strategy`` it would ignore is refused instead."""
+    for option, given in (("--dry-run", args.dry_run), ("--target-mde", args.target_mde is not None)):
+        if given:
+            raise UsageError(f"{option}: ablate has none; size the run with python -m runtime.validate "
+                             f"{option} (or python -m runtime.power)")
     if args.mode is not None:
         raise UsageError(f"--mode {args.mode}: ablate always runs plan-first and refine; leave "
                          "--mode out (python -m runtime.validate runs one mode)")

@@ -22,7 +22,7 @@ from runtime.compose import config as cfg
 from runtime.cli.args import add_budget_options, command_parser
 from runtime.cli.lifecycle import error_rate_exit, execute, finished_records, guarded, report_line
 from runtime.compose.config import ENV_NAMES, RunConfig, RunSettings, UsageError
-from runtime.llm.roles import PURPOSES, ROLES, resolve
+from runtime.llm.roles import ROLES, resolve
 from runtime.folder.logs import quiet_loguru
 from runtime.folder.store import write_json_atomic
 
@@ -172,22 +172,8 @@ def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) 
     return runs
 
 
-# Rough per-episode call counts and token sizes, for the dry-run's cost estimate only.
-CALLS = {"direct": {"executor": 12, "user": 8},
-         "plan-first": {"planner": 1, "judge": 1, "executor": 12, "user": 8},
-         "refine": {"planner": 0, "judge": 1, "critic": 1, "auditor": 1, "reviser": 1, "executor": 12, "user": 8}}
-# critic and judge read the full tool schemas and a reference plan beside the policy: about 30,000
-# characters on airline and retail with an empty plan (the executor's policy and tools: 7,000 tokens)
-TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (8500, 400), "judge": (8500, 300), "auditor": (2500, 60),
-          "executor": (7000, 150), "user": (1500, 60)}
-
-
 def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
-    from runtime.llm.prices import price_of
-
-    def price(model: str) -> tuple[float, float] | None:
-        found = price_of(model, config.prices)
-        return None if found is None else found.per_token()
+    from runtime.llm.estimate import episode_estimate
 
     rows, unpriced, unpriced_roles = [], set(), {}
     total_episodes = total_calls = 0
@@ -199,19 +185,13 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
             episodes = n_tasks * config.trials * len(config.modes)
             calls = cost = 0.0
             for mode in config.modes:
-                for purpose, count in CALLS[mode].items():
-                    if (purpose == "judge" and config.no_judge) or (purpose == "auditor" and config.no_auditor):
-                        continue
-                    n = count * n_tasks * config.trials
-                    calls += n
-                    who = roles[PURPOSES[purpose].role]
-                    p = price(who)
-                    if p is None:
-                        unpriced.add(who)
-                        unpriced_roles.setdefault(PURPOSES[purpose].role, set()).add(who)
-                        continue
-                    tin, tout = TOKENS[purpose]
-                    cost += n * (tin * p[0] + tout * p[1])
+                one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
+                                       auditor=not config.no_auditor)
+                calls += one.calls * n_tasks * config.trials
+                cost += one.cost_usd * n_tasks * config.trials
+                for role, models in one.unpriced.items():
+                    unpriced |= models
+                    unpriced_roles.setdefault(role, set()).update(models)
             rows.append({"env": cell.env, "model": model, "tasks": n_tasks, "episodes": episodes,
                          "model_calls": int(calls), "cost_usd": cost})
             total_episodes += episodes
@@ -220,6 +200,35 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
     return {"rows": rows, "episodes": total_episodes, "model_calls": total_calls,
             "cost_usd": total_cost, "unpriced_models": sorted(unpriced),
             "unpriced_roles": {role: sorted(models) for role, models in unpriced_roles.items()}}
+
+
+def detectable_lines(config: Table3Config, sample) -> list[str]:
+    """The minimum detectable Δ of every comparison the modes make, per environment."""
+    from runtime.cli.plan import plan_lines
+
+    lines = []
+    for cell in config.environments:
+        tasks = sum(len(v) for v in sample.get(cell.env, {}).values())
+        pub = config.published.get(cell.env)
+        paper = (pub.low, pub.high, pub.scale, pub.unit or "") if pub else None
+        lines += plan_lines(cell.env, tasks, config.trials, list(config.modes), paper)
+    return lines
+
+
+def target_trials(config: Table3Config, sample, target: float | None, say) -> Table3Config:
+    """``--target-mde``: the most trials any environment's Refine − Plan-first needs for it."""
+    if target is None:
+        return config
+    from runtime.cli.plan import chosen_trials
+
+    chosen = []
+    for cell in config.environments:
+        tasks = sum(len(v) for v in sample.get(cell.env, {}).values())
+        trials, line = chosen_trials(cell.env, tasks, config.trials, target)
+        chosen.append(trials)
+        if line:
+            say(escape(line))
+    return config.model_copy(update={"trials": max(chosen)})
 
 
 def dry_run(config: Table3Config, sample, console: Console) -> int:
@@ -238,6 +247,8 @@ def dry_run(config: Table3Config, sample, console: Console) -> int:
     console.print(escape(f"total: {est['episodes']} episodes, ~{est['model_calls']} model calls, "
                          f"~${est['cost_usd']:.2f} (litellm's prices and yours; per-call token "
                          "sizes are rough averages, so treat this as an order of magnitude)"))
+    for line in detectable_lines(config, sample):
+        console.print(escape(line))
     for role, models in est["unpriced_roles"].items():
         console.print(f"[bold red]UNPRICED[/] {escape(role)}: {escape(', '.join(models))} — its "
                       "calls are counted as $0 here and in the run; give --price "
@@ -261,7 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = command_parser("python -m runtime.table3", __doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--out", type=Path, help="run folder (overrides the config's out)")
-    parser.add_argument("--dry-run", action="store_true", help="print the matrix and cost; call no model")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the matrix, its cost and the detectable Δ of each comparison; call no model")
+    parser.add_argument("--target-mde", type=float, metavar="DELTA",
+                        help="choose the trials so Refine − Plan-first can detect this Δ (80%% power, α 0.05)")
     add_budget_options(parser)
     args = parser.parse_args(argv)
     from rich.console import Console
@@ -276,10 +290,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from runtime.folder.store import RunStore
 
         check_cells(config, args.config, args.dry_run, console.print)
+        if args.target_mde is not None and not args.target_mde > 0:
+            raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
         if args.dry_run:
-            return dry_run(config, _sample_preview(config), console)
+            sample = _sample_preview(config)
+            return dry_run(target_trials(config, sample, args.target_mde, console.print), sample, console)
         open_folder(config.out, "--out", RunStore)
         sample = draw_sample(config, config.out)
+        config = target_trials(config, sample, args.target_mde, console.print)
         runs = [build_run(c, console.print, modes=list(config.modes)) for c in cell_configs(config, sample)]
         write_json_atomic(config.out / "table3.json", json.loads(config.model_dump_json()))
 

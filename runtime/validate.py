@@ -17,9 +17,23 @@ from envs.registry import SANDBOXES, names
 from runtime.compose import config as cfg
 from runtime.cli.args import add_budget_options, command_parser
 from runtime.cli.lifecycle import guarded
-from runtime.compose.config import RunConfig
+from runtime.compose.config import RunConfig, UsageError
 from runtime.compose.preflight import refuse_early
-from runtime.folder.records import MODES
+from runtime.folder.records import AA_MODE, MODES, RECORD_MODES
+
+
+def mode_option(text: str) -> str:
+    """``--mode``: one mode, ``all``, or comma-separated modes (each once)."""
+    names = [m.strip() for m in text.split(",")]
+    accepted = [*RECORD_MODES, "all"]
+    for name in names:
+        if name not in accepted or (name == "all" and len(names) > 1):
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {name!r} (choose from {', '.join(repr(m) for m in accepted)}; "
+                "several modes comma-separated)")
+    if len(set(names)) < len(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: give each mode once")
+    return text
 
 # What runs episodes (litellm, LangGraph, τ², rich's progress) is imported in ``main`` once the
 # arguments are read, so --help, --version and a bad option answer at once.
@@ -33,7 +47,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--config", type=Path, help="YAML file with any of the options below")
     p.add_argument("--env", choices=names())
-    p.add_argument("--mode", choices=[*MODES, "all"])
+    p.add_argument("--mode", type=mode_option, metavar="MODE[,MODE...]",
+                   help=f"{', '.join(MODES)}, all (the three), or comma-separated modes; "
+                   f"{AA_MODE}: Plan-first again with independent trial seeds, the A/A arm whose Δ "
+                   "is the run's noise floor (e.g. --mode plan-first,refine,plan-first-aa)")
     p.add_argument("--domain", help="τ²-bench domain: airline, retail, telecom, mock (default airline)")
     p.add_argument("--split", help="task split, e.g. base, train, test (default base)")
     p.add_argument("--tasks", help="a count (a seeded sample of the split) or comma-separated task "
@@ -97,6 +114,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-concurrency", type=int,
                    help="at most this many model calls in flight per provider, across all workers")
     add_budget_options(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the episodes, their cost and the detectable Δ of each comparison; "
+                   "call no model and write nothing")
+    p.add_argument("--target-mde", type=float, metavar="DELTA",
+                   help="choose --trials so Refine − Plan-first can detect this Δ (80%% power, α 0.05)")
     p.add_argument("--episode-max-tokens", type=int,
                    help="tokens one episode may use; past it the episode ends unfinished")
     p.add_argument("--episode-max-cost", type=float, metavar="USD",
@@ -111,6 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         config = load_config(args)
+        if args.target_mde is not None and not args.target_mde > 0:
+            raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
+        if args.dry_run:
+            return dry_run(config, args.target_mde)
+        config = with_target_trials(config, args.target_mde, print)
         refuse_early(config)  # what an earlier command learnt, before the heavy imports
         from rich.console import Console
 
@@ -132,9 +159,71 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def load_config(args: argparse.Namespace) -> RunConfig:
     """The run's settings: the config file (if any), overridden by the options given."""
-    values = {k: v for k, v in vars(args).items() if k != "config"}
+    values = {k: v for k, v in vars(args).items() if k not in ("config", "dry_run", "target_mde")}
     file_values = cfg.load_yaml(args.config) if args.config else {}
     return cfg.build(file_values, values, source=str(args.config) if args.config else "option")
+
+
+def _tasks(config: RunConfig) -> list[str]:
+    """The tasks the settings select, found without touching any folder."""
+    from envs import EnvError, get_environment, registry
+    from runtime.compose.build import model_specs
+    from runtime.compose.preflight import check_count, task_selection
+    from runtime.folder.logs import quiet_loguru
+
+    quiet_loguru()
+    try:
+        env_spec = registry.spec(config.env)
+        env = get_environment(config.env)
+        selection = task_selection(config, env_spec, model_specs(config)[1])
+        ids = env.select(selection)
+    except (EnvError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    check_count(config, selection, len(ids))
+    return ids
+
+
+def with_target_trials(config: RunConfig, target: float | None, say) -> RunConfig:
+    """``--target-mde``: the trials Refine − Plan-first needs for it on the selected tasks."""
+    if target is None:
+        return config
+    from runtime.cli.plan import chosen_trials
+
+    trials, line = chosen_trials(config.env, len(_tasks(config)), config.trials, target)
+    if line:
+        say(line)
+    return config.model_copy(update={"trials": trials})
+
+
+def dry_run(config: RunConfig, target: float | None) -> int:
+    """Episodes, cost and detectable Δ of the run these settings make: no model called, nothing
+    written (not even the run folder)."""
+    from runtime.cli.plan import paper_effect, plan_lines
+    from runtime.llm.estimate import episode_estimate
+    from runtime.llm.roles import ROLES, resolve
+    from runtime.compose.config import EMBEDDED_MODEL
+
+    config = with_target_trials(config, target, print)
+    tasks = len(_tasks(config))
+    modes, trials = config.modes, config.trials
+    roles = resolve({role: getattr(config, role) for role in ROLES}, EMBEDDED_MODEL)
+    cost, unpriced = 0.0, set()
+    for mode in modes:
+        one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
+                               auditor=not config.no_auditor)
+        cost += one.cost_usd * tasks * trials
+        unpriced |= {m for models in one.unpriced.values() for m in models}
+    print(f"dry run: {config.env} · {tasks} tasks × {trials} trials × modes {', '.join(modes)} = "
+          f"{tasks * trials * len(modes)} episodes, ~${cost:.2f} (rough per-call token sizes)")
+    if unpriced:
+        print(f"unpriced (counted as $0): {', '.join(sorted(unpriced))}; give --price MODEL=IN/OUT")
+    compared = modes if len(modes) > 1 else sorted({*modes, "plan-first"} if modes == ["refine"] else modes)
+    if compared != modes:
+        print("one mode: no comparison inside this run; beside a Plan-first run of the same size:")
+    lines = plan_lines(config.env, tasks, trials, compared, paper_effect(config.env))
+    for line in lines or ["one mode: no comparison to size"]:
+        print(line)
+    return 0
 
 
 if __name__ == "__main__":

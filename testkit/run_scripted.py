@@ -2,8 +2,9 @@
 
 A real command (``validate``, ``ablate`` or ``table3``) in a process where scripted roles are
 registered: ``scripted/roles`` (planner, critic and reviser answer fixed JSON; executor and user
-replay τ²'s reference) and ``scripted/plan-follower`` (plan-dependent controls, see
-``testkit.plan_follower``). For tests, control runs and benchmarks that need a separate
+replay τ²'s reference), ``scripted/plan-follower`` (plan-dependent controls, see
+``testkit.plan_follower``) and ``scripted/stochastic`` (episodes succeed with known per-task
+probabilities, see ``testkit.stochastic``). For tests, control runs and benchmarks that need a separate
 process. It proves plumbing, never a model.
 """
 
@@ -15,17 +16,20 @@ import sys
 
 from runtime import validate
 from runtime.backends import add_worker_setup
-from testkit import scripted
+from testkit import scripted, stochastic
 from testkit.gold import GoldReplay
 from testkit.plan_follower import PlanFollowingRoles
 from testkit.roles import ScriptedRoles
 
 
 def register(latency: float = 0.0, sabotage: bool = False, noise: float = 0.0,
-             wrong_share: float = 1.0, disguised: bool = False) -> None:
-    """Register ``scripted/roles`` and ``scripted/plan-follower`` in this process."""
+             wrong_share: float = 1.0, disguised: bool = False, effect: float = 0.1,
+             icc: float = 0.45, spread: float = 0.0) -> None:
+    """Register ``scripted/roles``, ``scripted/plan-follower`` and ``scripted/stochastic`` (the
+    known-truth benchmark of ``testkit.stochastic``) in this process."""
     ScriptedRoles(act=GoldReplay(drop_last_write=sabotage)).model_name("roles")
     PlanFollowingRoles(noise=noise, wrong_share=wrong_share, disguised=disguised).model_name("plan-follower")
+    stochastic.register(stochastic.StochasticBenchmark(effect=effect, icc=icc, spread=spread))
     scripted.set_latency(latency)
 
 
@@ -39,13 +43,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="plan-follower: share of tasks whose p0 leaves out a needed write")
     parser.add_argument("--disguised-critic", action="store_true",
                         help="plan-follower: the critic tells the reference in disguise (anti-leak control)")
+    parser.add_argument("--effect", type=float, default=0.1,
+                        help="scripted/stochastic: the treatment's shift of every task's success probability")
+    parser.add_argument("--icc", type=float, default=0.45, help="scripted/stochastic: intra-task correlation")
+    parser.add_argument("--spread", type=float, default=0.0,
+                        help="scripted/stochastic: how much the effect differs between tasks (±)")
     parser.add_argument("--command", choices=["validate", "ablate", "table3"], default="validate")
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     setup = functools.partial(register, latency=args.latency, sabotage=args.sabotage,
                               noise=args.noise, wrong_share=args.wrong_share,
-                              disguised=args.disguised_critic)
+                              disguised=args.disguised_critic, effect=args.effect, icc=args.icc,
+                              spread=args.spread)
     setup()
     add_worker_setup(setup)  # Ray workers are other processes: they register the same roles
     if args.command == "ablate":

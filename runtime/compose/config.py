@@ -163,14 +163,14 @@ class RunSettings(BaseModel):
         return value
 
 
-Mode = Literal["direct", "plan-first", "refine"]
+Mode = Literal["direct", "plan-first", "refine", "plan-first-aa"]
 
 
 class RunConfig(RunSettings):
     """One run: the shared settings plus what picks its environment, modes, tasks and model."""
 
     env: Literal[ENV_NAMES] = "tau2"  # type: ignore[valid-type]
-    mode: Literal["direct", "plan-first", "refine", "all"] | list[Mode] = Field(
+    mode: Literal["direct", "plan-first", "refine", "plan-first-aa", "all"] | list[Mode] = Field(
         default="refine", description="One mode, all three, or a list of modes (as a command "
         "records what ran: an ablation's plan-first and refine, a table3 cell's modes).")
     domain: str | None = None
@@ -211,6 +211,13 @@ class RunConfig(RunSettings):
             return ",".join(str(v) for v in value)
         if isinstance(value, int):
             return str(value)
+        return value
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _modes_as_list(cls, value: Any) -> Any:
+        if isinstance(value, str) and "," in value:
+            return [m.strip() for m in value.split(",") if m.strip()]
         return value
 
     @field_validator("mode")

@@ -14,7 +14,7 @@ from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
 from runtime.episode.artifacts import Artifact, ArtifactMemo
 from runtime.episode.graph import EpisodeContext, EpisodeState, episode_graph
 from runtime.episode.services import Services
-from runtime.episode.spec import RunSpec, trial_seed
+from runtime.episode.spec import RunSpec, episode_seed
 from runtime.episode.failures import classify
 from runtime.llm.layer import Meter
 from runtime.folder.records import EpisodeKey, EpisodeRecord, StageError
@@ -25,7 +25,7 @@ def run_episode(spec: RunSpec, services: Services, key: EpisodeKey,
     """The episode ``key`` of ``spec``: its record, and the shared artifacts it made."""
     started = now()
     meter = Meter()
-    seed = trial_seed(spec.seed, key.trial, spec.seeding)
+    seed = episode_seed(spec.seed, key, spec.seeding)
     ctx = EpisodeContext(key=key, seed=seed, env=services.env, layer=services.layer,
                          artifacts=artifacts, planner_name=spec.planner,
                          make_planner=services.make_planner, meter=meter, max_steps=spec.max_steps,
@@ -89,7 +89,7 @@ def lost_record(spec: RunSpec, key: EpisodeKey, error_type: str, message: str,
     stamp = now()
     said = f"its worker was lost {attempts} time(s); last: " if attempts > 1 else ""
     return EpisodeRecord(run_id=spec.run_id, key=key, record_id=key.id(), status="error",
-                         seed=trial_seed(spec.seed, key.trial, spec.seeding),
+                         seed=episode_seed(spec.seed, key, spec.seeding),
                          error=StageError(stage="worker", type=error_type, kind="infrastructure",
                                           cause="worker_lost",
                                           message=(said + " ".join(message.split()))[:2000]),

@@ -44,7 +44,7 @@ from runtime.episode.simulated_user import SimulatedUser
 from runtime.episode.failures import classify
 from runtime.llm.layer import Meter, ModelLayer
 from runtime.llm.roles import PURPOSES, critique_purpose
-from runtime.folder.records import EpisodeKey, StageError
+from runtime.folder.records import AA_MODE, EpisodeKey, StageError
 
 PlannerFactory = Callable[[ChatModel], Planner]
 
@@ -137,12 +137,17 @@ def shared(ctx: EpisodeContext, kind: str, key: dict[str, Any], make: Callable[[
     return value, ({"reused": [kind]} if note_reuse else {})
 
 
+def _arm(key: EpisodeKey) -> dict[str, str]:
+    """The A/A arm shares nothing with the other modes' episodes of its trial: its own key part."""
+    return {"arm": AA_MODE} if key.mode == AA_MODE else {}
+
+
 def prepare(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key = ctx.key
     view, supervision = ctx.env.load(key.domain, key.task_id)
     user = SimulatedUser(ctx.client("user", limited=False))  # every mode's start: never refused
     opening_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id,
-                   "user_model": ctx.layer.specs["user_model"].model, "trial": key.trial}
+                   "user_model": ctx.layer.specs["user_model"].model, "trial": key.trial, **_arm(key)}
     opening, update = shared(ctx, "opening", opening_key,
                              lambda: ctx.env.opening_request(key.domain, key.task_id, user, ctx.seed))
     return {**update, "view": view.model_copy(update={"opening_request": opening}),
@@ -153,7 +158,7 @@ def plan(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key, view = ctx.key, state["view"]
     planner = ctx.make_planner(ctx.client("planner"))
     p0_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "model": key.model,
-              "planner": ctx.planner_name, "trial": key.trial,
+              "planner": ctx.planner_name, "trial": key.trial, **_arm(key),
               "opening": hashlib.sha256((view.opening_request or "").encode()).hexdigest()}
     data, update = shared(ctx, "p0", p0_key, lambda: planner.plan(view).model_dump())
     return {**update, "p0": Plan.model_validate(data)}
@@ -175,7 +180,7 @@ def judge_p0(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     key, p0 = ctx.key, state["p0"]
     judge = PlanJudge(ctx.client("judge"))
     inputs = judge_inputs(state, ctx)
-    judge_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "trial": key.trial,
+    judge_key = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "trial": key.trial, **_arm(key),
                  "judge_model": ctx.layer.specs["judge_model"].model,
                  "p0": hashlib.sha256(p0.model_dump_json().encode()).hexdigest()}
     data, update = shared(ctx, "judge_p0", judge_key,
@@ -244,7 +249,7 @@ def _route(after: str) -> Callable[[EpisodeState, Runtime[EpisodeContext]], str]
         nxt = {
             "prepare": "execute" if mode == "direct" else "plan",
             "plan": "judge_p0",
-            "judge_p0": "execute" if mode == "plan-first" else "critique",
+            "judge_p0": "execute" if mode in ("plan-first", AA_MODE) else "critique",
             "critique": "revise",
             "revise": "judge_p1",
             "judge_p1": "execute",

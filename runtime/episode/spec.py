@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.episode.limits import EpisodeLimits
 from runtime.llm.layer import ModelSpec
-from runtime.folder.records import EpisodeKey, Mode
+from runtime.folder.records import AA_MODE, EpisodeKey, Mode
 
 MAX_EPISODES = 1_000_000
 """More episodes than any benchmark has; a typo (``--trials 1000000000``) stops here."""
@@ -30,6 +30,15 @@ def check_size(tasks: int, trials: int, modes: list[str], strategies: int) -> No
 
 Seeding = Literal["runtime", "tau2"]
 SEEDINGS = ("runtime", "tau2")
+
+
+def episode_seed(seed: int, key: EpisodeKey, seeding: Seeding = "runtime") -> int:
+    """The seed an episode's requests carry: its trial's, except the A/A arm's, which is drawn
+    independently of every trial seed (so its opening requests, plans and execution are a second,
+    independent Plan-first run)."""
+    if key.mode == AA_MODE:
+        return random.Random(f"{seed}:{key.trial}:{AA_MODE}").randrange(2**31)
+    return trial_seed(seed, key.trial, seeding)
 
 
 def trial_seed(seed: int, trial: int, seeding: Seeding = "runtime") -> int:

@@ -10,12 +10,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 MODES = ("direct", "plan-first", "refine")
+AA_MODE = "plan-first-aa"
+"""Plan-first run a second time with independent trial seeds (its own opening requests and p0):
+the A/A arm, whose Δ against Plan-first is the run's measured noise floor. Never part of "all"."""
+RECORD_MODES = (*MODES, AA_MODE)
 RECORD_VERSION = 2
 """The shape and meaning of a record; part of a run's settings fingerprint (``runtime.compose.fingerprint``)."""
 BAD_ANSWER = ("unparsable_tool_call", "empty_reply")
 """Flags of an answer that failed validation: it is never cached (``runtime.llm.layer``), and
 ``--retry-errors`` runs an episode that carries one again (``runtime.batch``)."""
-Mode = Literal["direct", "plan-first", "refine"]
+Mode = Literal["direct", "plan-first", "refine", "plan-first-aa"]
 
 
 class EpisodeKey(BaseModel):

@@ -1,5 +1,9 @@
 """The ablation table: each critique strategy's Refine against Plan-first from the same p0, with
-the plan judge's view of p0 → p1. ``leaky`` is the positive control, labelled an upper bound."""
+the plan judge's view of p0 → p1. ``leaky`` is the positive control, labelled an upper bound.
+
+Several strategies against one Plan-first are several tests: each Δ's p-value (clustered t test)
+is shown with Holm's adjustment over the strategies compared (``p Holm``), which keeps the chance
+of any false "effect" among them at 5 %; each Δ also carries the size the run could detect."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import pandas as pd
 
 from critique.strategies import STRATEGIES
 from runtime.reports.stats import arm_errors, delta_lines
+from runtime.stats.intervals import holm
 from runtime.folder.store import write_text_atomic
 
 
@@ -31,7 +36,8 @@ def ablation_table(df: pd.DataFrame) -> pd.DataFrame:
         lines = delta_lines(part, base_all)
         d, d0 = lines["complete"], lines["errors_as_0"]
         if d is not None:
-            row.update(delta=d.mean, ci_low=d.low, ci_high=d.high, sign_p=d.sign_p)
+            row.update(delta=d.mean, ci_low=d.low, ci_high=d.high, sign_p=d.sign_p, p=d.p,
+                       mde=d.mde, verdict=d.verdict())
         if d0 is not None:
             row.update(delta_errors_as_0=d0.mean, ci_low_errors_as_0=d0.low, ci_high_errors_as_0=d0.high)
         for plan in ("p0", "p1"):
@@ -43,6 +49,9 @@ def ablation_table(df: pd.DataFrame) -> pd.DataFrame:
                    tokens_per_episode=float(part["tokens"].mean()),
                    cost_usd=float(part["cost_usd"].sum()))
         rows.append(row)
+    tested = [r for r in rows if r.get("p") is not None and r["p"] == r["p"]]
+    for r, adjusted in zip(tested, holm([r["p"] for r in tested])):
+        r["p_holm"] = adjusted
     return pd.DataFrame(rows)
 
 
@@ -54,9 +63,10 @@ def _mean(series: pd.Series) -> float | None:
 def write_table(table: pd.DataFrame, out: Path) -> None:
     table.to_csv(out / "ablation.csv", index=False)
     lines = [
-        "| strategy | n | errors | score | Δ vs plan-first [95% CI] | sign p | Δ errors as 0 | "
-        "judge CR p0 → p1 | judge grade p0 → p1 | E1–E6 rate p1 | guard fired | tokens/ep | cost (USD) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| strategy | n | errors | score | Δ vs plan-first [95% CI] | detectable | p | p Holm | sign p | "
+        "Δ errors as 0 | judge CR p0 → p1 | judge grade p0 → p1 | E1–E6 rate p1 | guard fired | "
+        "tokens/ep | cost (USD) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         delta = "–" if pd.isna(r.get("delta")) else f"{r['delta']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
@@ -64,14 +74,24 @@ def write_table(table: pd.DataFrame, out: Path) -> None:
         delta0 = "–" if pd.isna(r.get("delta_errors_as_0")) else f"{r['delta_errors_as_0']:+.3f}"
         errs = f"{r['errors']} ({r['error_rate']:.0%})"
         errors = " ".join("–" if pd.isna(r[f"E{i}_p1"]) else f"{r[f'E{i}_p1']:.2f}" for i in range(1, 7))
+        detectable = "–" if pd.isna(r.get("mde")) else f"±{r['mde']:.3f}"
+        p = "–" if pd.isna(r.get("p")) else f"{r['p']:.3g}"
+        p_holm = "–" if pd.isna(r.get("p_holm")) else f"{r['p_holm']:.3g}"
         lines.append(
-            f"| {r['strategy']} | {r['n']} | {errs} | {_f(r['score'])} | {delta} | {sign} | {delta0} | "
+            f"| {r['strategy']} | {r['n']} | {errs} | {_f(r['score'])} | {delta} | {detectable} | {p} | "
+            f"{p_holm} | {sign} | {delta0} | "
             f"{_f(r['judge_cr_p0'], 2)} → {_f(r['judge_cr_p1'], 2)} | "
             f"{_f(r['judge_grade_p0'], 2)} → {_f(r['judge_grade_p1'], 2)} | {errors} | "
             f"{r['guard_fired']} | {r['tokens_per_episode']:.0f} | {r['cost_usd']:.4f} |"
         )
     lines.append("")
-    lines.append("Δ is on the tasks complete in both arms; \"Δ errors as 0\" scores errored episodes 0.")
+    for _, r in table.iterrows():
+        if isinstance(r.get("verdict"), str):
+            lines.append(f"- {r['strategy']}: {r['verdict']}")
+    lines.append("")
+    lines.append("Δ is on the tasks complete in both arms; \"Δ errors as 0\" scores errored episodes 0. "
+                 "95% intervals clustered by task; detectable: the Δ this run finds with 80% power at its "
+                 "own variance; p Holm: Holm's correction over the strategies compared with Plan-first.")
     lines.append("`leaky` lets the critic reveal the reference: it is an upper bound, not a method.")
     write_text_atomic(out / "ablation.md", "\n".join(lines) + "\n")
 

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import jinja2
 from markdown_it import MarkdownIt
 
-from runtime.folder.records import MODES, EpisodeRecord
+from runtime.folder.records import RECORD_MODES, EpisodeRecord
 from runtime.reports import episode_view
 from runtime.reports.summary import arm
 from runtime.folder.store import write_text_atomic
@@ -53,7 +53,7 @@ def task_slug(env: str, domain: str, task_id: str) -> str:
 
 def arm_order(arms: Iterable[str]) -> list[str]:
     """Direct, Plan-first, then Refine and its strategies (the summary's order)."""
-    return sorted(set(arms), key=lambda a: (MODES.index(a.split(":")[0]), a))
+    return sorted(set(arms), key=lambda a: (RECORD_MODES.index(a.split(":")[0]), a))
 
 
 @dataclass
@@ -172,9 +172,22 @@ def _task_page(key: tuple[str, str, str], records: list[EpisodeRecord], rows: li
         title=title, env=env, domain=domain, task_id=task_id, rows=rows, arms=arms, groups=groups)
 
 
+def deltas(records: list[EpisodeRecord]) -> list[dict[str, Any]]:
+    """Every arm against Plan-first per environment (``runtime.reports.deltas``): the index's
+    headline, each Δ with its interval, detectable size and verdict."""
+    from runtime.reports.deltas import comparisons
+    from runtime.reports.summary import frame
+
+    df = frame(records)
+    if df.empty:
+        return []
+    return [{"env": env, **row} for env, part in df.groupby("env", sort=True) for row in comparisons(part)]
+
+
 def write(folder: Path, records: list[EpisodeRecord], title: str, summary_markdown: str = "",
-          images: Iterable[Path] = ()) -> dict[str, Path]:
-    """Write ``<folder>/explorer/index.html`` and one page per task; returns the index's path."""
+          images: Iterable[Path] = (), comparisons: list[dict[str, Any]] | None = None) -> dict[str, Path]:
+    """Write ``<folder>/explorer/index.html`` and one page per task; returns the index's path.
+    ``comparisons``: the Δ rows (``deltas``), computed here when not given."""
     out = Path(folder) / FOLDER
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     rows = task_rows(records)
@@ -192,6 +205,7 @@ def write(folder: Path, records: list[EpisodeRecord], title: str, summary_markdo
     index = out / "index.html"
     write_text_atomic(index, _env.get_template("index.html.j2").render(
         title=title, summary_html=_summary_html(summary_markdown) if summary_markdown else "",
+        comparisons=deltas(records) if comparisons is None else comparisons,
         images=[_image(p) for p in images], rows=rows, arms=arms, wins=wins, losses=losses,
         errors=errored(records), n_records=len(records), n_tasks=len(by_task),
         models=sorted({r.key.model for r in records}), envs=sorted({r.key.env for r in records}),

@@ -1,8 +1,10 @@
 """The Table 3 report, rebuilt from stored records (``python -m runtime.report <run folder>``).
 
 Per environment × tested model: Direct, Plan-first and Refine means; Δ = Refine − Plan-first
-with a paired bootstrap 95% CI over tasks (trials averaged within a task first, since trials
-of one task are not independent) and an exact sign test, on the tasks complete in both arms
+with a 95% CI clustered by task (trials averaged within a task first, since trials of one task
+are not independent; t over tasks, calibrated in tests/test_calibration.py), the Δ the run could
+detect at its own variance and a verdict, the A/A arm's Δ (Plan-first run again with independent
+seeds) beside it, the variance components, and an exact sign test, on the tasks complete in both arms
 and again with errored episodes scored 0; per arm episodes, errors and error rate, with a
 warning when errors could bias Δ; pass^k for k up to the number of trials (errors count as
 failures, success as in τ²); plan-judge correctness and grade p0 → p1; tokens and cost per mode; the paper's
@@ -29,10 +31,14 @@ from runtime.reports.stats import (  # noqa: E402
     delta_lines,
     error_warnings,
     pass_k,
+    task_delta,
 )
+from runtime.folder.records import AA_MODE  # noqa: E402
 from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings  # noqa: E402
 from runtime.reports import explorer, leaks, provenance, verdicts  # noqa: E402
+from runtime.reports.deltas import components_fields, components_line  # noqa: E402
+from runtime.stats.verdict import verdict  # noqa: E402
 
 ARMS = ("direct", "plan-first", "refine")
 
@@ -68,6 +74,13 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
         row[f"{arm}_cost_usd"] = float(arm_part["cost_usd"].sum())
         row[f"{arm}_pass^k"] = pass_k(arm_part, row["trials"])
     row.update(_delta_fields(part))
+    scale = (published.get(env) or {}).get("scale", 1.0)
+    for prefix in ("delta", "delta0"):
+        if row.get(prefix) is not None:
+            row[f"{prefix}_verdict"] = verdict(row[prefix], row[f"{prefix}_low"], row[f"{prefix}_high"],
+                                               row[f"{prefix}_mde"], digits=1 if scale != 1.0 else 2,
+                                               scale=scale)
+    row["components"] = components_fields(part, ("refine", "plan-first"), "mode")
     refine_rows = part[part["mode"] == "refine"]
     for plan in ("p0", "p1"):
         row[f"judge_cr_{plan}"] = _mean(refine_rows[f"{plan}_correct"])
@@ -93,12 +106,17 @@ def _delta_fields(part: pd.DataFrame) -> dict[str, Any]:
                            f"{arm}_infrastructure_errors": counted.infrastructure,
                            f"{arm}_error_causes": counted.causes_text()})
     fields["error_warnings"] = error_warnings(arms)
+    aa = task_delta(part[part["mode"] == AA_MODE], part[part["mode"] == "plan-first"])
+    if aa is not None:  # the A/A arm: Plan-first again with independent seeds, the noise floor
+        fields.update(aa_delta=aa.mean, aa_low=aa.low, aa_high=aa.high, aa_p=aa.p, aa_mde=aa.mde,
+                      aa_tasks=aa.n)
     lines = delta_lines(part[part["mode"] == "refine"], part[part["mode"] == "plan-first"])
     for line, prefix in zip(DELTA_LINES, ("delta", "delta0")):
         d = lines[line]
         if d is not None:
             fields.update({prefix: d.mean, f"{prefix}_low": d.low, f"{prefix}_high": d.high,
-                           f"{prefix}_sign_p": d.sign_p, f"{prefix}_tasks": d.n})
+                           f"{prefix}_sign_p": d.sign_p, f"{prefix}_tasks": d.n,
+                           f"{prefix}_p": d.p, f"{prefix}_mde": d.mde})
             if line == "complete":  # the main table's columns
                 fields.update(sign_p=d.sign_p, wins=d.wins, losses=d.losses, paired_tasks=d.n)
     return fields
@@ -118,10 +136,12 @@ def _f(value: Any, digits: int = 3, scale: float = 1.0, signed: bool = False) ->
 def markdown(table: list[dict[str, Any]], title: str) -> str:
     lines = [f"# {title}", "",
              "Scores are the environments' own (τ²-bench reward; ToolSandbox similarity ×100). "
-             "Δ = Refine − Plan-first, paired over tasks, 95% bootstrap CI; p: exact sign test.", "",
+             "Δ = Refine − Plan-first, paired over tasks, 95% CI clustered by task (t over tasks, "
+             "trials averaged within a task); detectable: the Δ this run finds with 80% power at "
+             "its own variance; p: exact sign test.", "",
              "| env | tested model | critique | tasks × trials | Direct | Plan-first | Refine | Δ [95% CI] | "
-             "sign p | paper's Δ | judge CR p0 → p1 | judge grade p0 → p1 | errors |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "detectable | A/A Δ [95% CI] | sign p | paper's Δ | judge CR p0 → p1 | judge grade p0 → p1 | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         s = r.get("scale", 1.0)
         digits = 1 if s != 1.0 else 3
@@ -133,9 +153,11 @@ def markdown(table: list[dict[str, Any]], title: str) -> str:
             f"| {r['env']} | {r['model']} | {_strategy_label(r['strategy'])} | {r['tasks']} × {r['trials']} | "
             f"{_f(r['direct_mean'], digits, s)} | "
             f"{_f(r['plan-first_mean'], digits, s)} | {_f(r['refine_mean'], digits, s)} | {delta} | "
+            f"{_detectable(r.get('delta_mde'), digits, s)} | {_interval(r, 'aa', digits, s)} | "
             f"{_f(r.get('sign_p'), 3)} | {r.get('published', '–')} | {_f(r['judge_cr_p0'], 2)} → "
             f"{_f(r['judge_cr_p1'], 2)} | {_f(r['judge_grade_p0'], 2)} → {_f(r['judge_grade_p1'], 2)} | "
             f"{r['errors']} |")
+    lines += verdict_markdown(table)
     lines += ["", "## pass^k", "", "| env | tested model | mode | " +
               " | ".join(f"k={k}" for k in range(1, max((r["trials"] for r in table), default=1) + 1)) + " |"]
     lines.append("|---|---|---|" + "---|" * max((r["trials"] for r in table), default=1))
@@ -154,6 +176,40 @@ def markdown(table: list[dict[str, Any]], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _interval(r: dict[str, Any], prefix: str, digits: int, scale: float) -> str:
+    if r.get(f"{prefix}_delta") is None:
+        return "–"
+    return (f"{_f(r[f'{prefix}_delta'], digits, scale, True)} [{_f(r[f'{prefix}_low'], digits, scale, True)}, "
+            f"{_f(r[f'{prefix}_high'], digits, scale, True)}]")
+
+
+def _detectable(value: Any, digits: int, scale: float) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "–"
+    return "none (1 task)" if np.isinf(value) else f"±{value * scale:.{digits}f}"
+
+
+def verdict_markdown(table: list[dict[str, Any]]) -> list[str]:
+    """What each Δ says given what the run could detect, and the variance components it rests on."""
+    lines = ["", "## What each Δ can tell", "",
+             "A Δ whose interval covers 0 means *no effect* only when the run could have seen one: "
+             "each verdict reads Δ against the size this run detects at its own variance. Variance "
+             "components of Refine and Plan-first (method of moments, 95% intervals from "
+             "resampling tasks): between-task cancels in the paired Δ; task × arm and within-task "
+             "set its noise.", ""]
+    for r in table:
+        label = f"{r['env']} · {r['model']} · {_strategy_label(r['strategy'])}"
+        for prefix, line in (("delta", "complete tasks"), ("delta0", "errors as 0")):
+            if r.get(f"{prefix}_verdict"):
+                lines.append(f"- {label} ({line}): {r[f'{prefix}_verdict']}")
+        if r.get("aa_delta") is not None:
+            lines.append(f"- {label}: A/A (Plan-first again, independent trial seeds) "
+                         f"{_interval(r, 'aa', 3, 1.0)} over {r['aa_tasks']} tasks, p {r['aa_p']:.3g}: "
+                         "the noise floor to read the real Δ beside")
+        lines.append(f"- {label}: variance components {components_line(r.get('components'))}")
+    return lines
+
+
 def errors_markdown(table: list[dict[str, Any]]) -> list[str]:
     """Errors per arm and Δ both ways: an errored episode is not silently dropped from the
     comparison, and an infrastructure failure is told apart from the agent failing."""
@@ -169,18 +225,19 @@ def errors_markdown(table: list[dict[str, Any]]) -> list[str]:
                              f"{r[f'{arm}_episodes']} | {r[f'{arm}_errors']} | "
                              f"{r[f'{arm}_error_rate']:.1%} | {r[f'{arm}_infrastructure_errors']} | "
                              f"{r[f'{arm}_error_causes'] or '–'} |")
-    lines += ["", "| env | tested model | critique | Δ complete [95% CI] | tasks | Δ errors as 0 [95% CI] "
-              "| tasks |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| env | tested model | critique | Δ complete [95% CI] | detectable | tasks | "
+              "Δ errors as 0 [95% CI] | detectable | tasks |", "|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         s = r.get("scale", 1.0)
         digits = 1 if s != 1.0 else 3
         cells = []
         for prefix in ("delta", "delta0"):
             if r.get(prefix) is None:
-                cells += ["–", "–"]
+                cells += ["–", "–", "–"]
                 continue
             cells += [f"{_f(r[prefix], digits, s, True)} [{_f(r[f'{prefix}_low'], digits, s, True)}, "
-                      f"{_f(r[f'{prefix}_high'], digits, s, True)}]", str(r[f"{prefix}_tasks"])]
+                      f"{_f(r[f'{prefix}_high'], digits, s, True)}]", _detectable(r.get(f"{prefix}_mde"), digits, s),
+                      str(r[f"{prefix}_tasks"])]
         lines.append(f"| {r['env']} | {r['model']} | {_strategy_label(r['strategy'])} | " + " | ".join(cells) + " |")
     warnings = [f"- **warning** ({r['env']} · {r['model']}): {w}" for r in table for w in r.get("error_warnings", [])]
     if warnings:
@@ -261,5 +318,6 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     write_text_atomic(paths["html"], f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
                                      f"<h1>{html.escape(title)}</h1>{figures}{body}"
                                      f"<p><a href='{explorer.FOLDER}/index.html'>Episode explorer</a></p>")
-    paths.update(explorer.write(folder, records, title, summary_markdown=md, images=images))
+    paths.update(explorer.write(folder, records, title, summary_markdown=md, images=images,
+                                comparisons=explorer.deltas(records)))
     return paths

@@ -1,6 +1,8 @@
-"""Statistics for comparing modes on the same tasks: paired bootstrap CIs, the exact sign test,
-pass^k. Single τ²-bench runs differ by several points between identical runs, so every
-difference the reports show comes with its uncertainty.
+"""Statistics for comparing modes on the same tasks: the paired Δ with its clustered t interval
+(``runtime.stats.intervals``, calibrated in tests/test_calibration.py), the size the run could
+detect at its own variance and the verdict that follows, the exact sign test, pass^k. Single
+τ²-bench runs differ by several points between identical runs, so every difference the reports
+show comes with its uncertainty and with what the run could have seen.
 """
 
 from __future__ import annotations
@@ -22,32 +24,50 @@ class PairedDelta:
     losses: int
     ties: int
     sign_p: float
+    se: float = float("nan")
+    p: float = float("nan")
+    """The two-sided p-value of Δ = 0 from the clustered t test."""
+    mde: float = float("inf")
+    """The Δ this run could detect (80 % power, two-sided at 1 − confidence) at its own
+    per-task variance: what "the interval covers 0" has to be read against."""
 
     def covers_zero(self) -> bool:
         return self.low <= 0.0 <= self.high
 
+    def verdict(self, digits: int = 2, scale: float = 1.0) -> str:
+        from runtime.stats.verdict import verdict
 
-def paired_delta(treatment: np.ndarray, control: np.ndarray, *, confidence: float = 0.95,
-                 resamples: int = 10_000, seed: int = 0) -> PairedDelta:
-    """Mean of ``treatment - control`` over paired units (tasks), with a percentile bootstrap CI
-    that resamples units, and the exact two-sided sign test over non-tied pairs."""
+        return verdict(self.mean, self.low, self.high, self.mde, digits=digits, scale=scale)
+
+
+def paired_delta(treatment: np.ndarray, control: np.ndarray, *, confidence: float = 0.95) -> PairedDelta:
+    """Mean of ``treatment - control`` over paired units (tasks; trials already averaged within
+    a task), with the t interval over units — the clustered interval, calibrated against known
+    truth (tests/test_calibration.py) where the percentile bootstrap it replaced is too narrow
+    for small task counts — its detectable size, and the exact two-sided sign test."""
     # scipy takes ~1 s to import: loaded by the reports that compare arms, not by every run
     from scipy.stats import binomtest
+
+    from runtime.stats.design import mde_of_sd
+    from runtime.stats.intervals import mean_interval
 
     t = np.asarray(treatment, dtype=float)
     c = np.asarray(control, dtype=float)
     if t.shape != c.shape or t.ndim != 1 or len(t) == 0:
         raise ValueError(f"need two equal-length non-empty 1-D samples, got {t.shape} and {c.shape}")
     diff = t - c
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(diff), size=(resamples, len(diff)))
-    means = diff[idx].mean(axis=1)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
+    found = mean_interval(diff, confidence=confidence)
+    if len(diff) < 2:  # one task: nothing to tell its difference from noise with
+        low = high = float(diff.mean()) if np.all(diff == diff[0]) and diff[0] == 0 else np.nan
+        low, high = (-np.inf, np.inf) if np.isnan(low) else (low, high)
+        detectable = float("inf")
+    else:
+        low, high = float(found.low), float(found.high)
+        detectable = mde_of_sd(float(found.sd), len(diff), alpha=1 - confidence)
     wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
     sign_p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
-    return PairedDelta(float(diff.mean()), float(low), float(high), len(diff), wins, losses,
-                       int((diff == 0).sum()), float(sign_p))
+    return PairedDelta(float(diff.mean()), low, high, len(diff), wins, losses,
+                       int((diff == 0).sum()), float(sign_p), float(found.se), float(found.p), detectable)
 
 
 def pass_hat_k(successes: int, trials: int, k: int) -> float:

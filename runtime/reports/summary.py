@@ -4,6 +4,8 @@ firings, tokens and cost; the judge's and the critic's answers settled by the ve
 (``judge_notes``, ``critic_notes``: a grade that contradicted its flags); warnings when errors could bias the comparison; and the leak figures
 (critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``); the
 provenance audit (unexplained values, episodes affected, rate: ``runtime.reports.provenance``);
+``deltas``: every arm against Plan-first with its clustered interval, detectable size, verdict,
+variance components and Holm-adjusted p-values (``runtime.reports.deltas``);
 episodes with malformed model output; and ``flagged``: scored episodes whose score rests on an
 answer that failed validation (``--retry-errors`` runs them again)."""
 
@@ -23,7 +25,7 @@ from runtime.reports.fit import Col, FitTable
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
-from runtime.folder.records import BAD_ANSWER, MODES, EpisodeRecord
+from runtime.folder.records import BAD_ANSWER, RECORD_MODES, EpisodeRecord
 
 
 def arm(mode: str, strategy: str) -> str:
@@ -101,7 +103,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
     df = frame(records)
     by_arm: dict[str, Any] = {}
     if not df.empty:
-        order = sorted(set(df["arm"]), key=lambda a: (MODES.index(a.split(":")[0]), a))
+        order = sorted(set(df["arm"]), key=lambda a: (RECORD_MODES.index(a.split(":")[0]), a))
         for name in order:
             part = df[df["arm"] == name]
             ok = part[part["status"] == "ok"]
@@ -137,6 +139,12 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
         result["fingerprints"] = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
         if len(result["fingerprints"]) > 1:
             result["settings_warning"] = mixed_settings(result["fingerprints"])
+    if not df.empty:
+        from runtime.reports.deltas import comparisons
+
+        # per environment: Δ pairs tasks, and a task of one benchmark never pairs with another's
+        result["deltas"] = [{"env": env, **row} for env, part in df.groupby("env", sort=True)
+                            for row in comparisons(part)]
     by_cat = categories.by_category(records, group=lambda r: arm(r.key.mode, r.key.strategy))
     if by_cat:  # ToolSandbox: per-category similarity and turns, aggregated as ToolSandbox does
         result["by_category"] = by_cat
@@ -198,6 +206,10 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
             console.print(f"[yellow]warning:[/] {escape(name)}: {row['flagged']} scored episode(s) "
                           "rest on an answer that failed validation (unparsable tool call, empty "
                           "message); --retry-errors runs them again")
+    for row in summary.get("deltas", []):
+        held = f"; {row['correction']}-adjusted p {row['p_holm']:.3g}" if "p_holm" in row else ""
+        console.print(escape(f"{row['env']} · {row['treatment']} − {row['control']}: {row['verdict']}{held}"),
+                      soft_wrap=True)
     if (leaks := leak_table(summary["by_arm"], title)) is not None:
         console.print(leaks)
     if (provenance := provenance_table(summary["by_arm"], title)) is not None:

@@ -1,0 +1,50 @@
+"""What one episode costs before it runs: rough per-mode call counts and token sizes, priced by
+``runtime.llm.prices``. For dry runs and power plans only; a run counts what it really spends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from runtime.llm.prices import Price, price_of
+from runtime.llm.roles import PURPOSES
+
+CALLS = {"direct": {"executor": 12, "user": 8},
+         "plan-first": {"planner": 1, "judge": 1, "executor": 12, "user": 8},
+         "refine": {"planner": 0, "judge": 1, "critic": 1, "auditor": 1, "reviser": 1, "executor": 12, "user": 8}}
+CALLS["plan-first-aa"] = CALLS["plan-first"]
+"""Rough model calls per episode and purpose (Refine reuses Plan-first's p0; the A/A arm makes
+its own)."""
+# critic and judge read the full tool schemas and a reference plan beside the policy: about 30,000
+# characters on airline and retail with an empty plan (the executor's policy and tools: 7,000 tokens)
+TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (8500, 400), "judge": (8500, 300), "auditor": (2500, 60),
+          "executor": (7000, 150), "user": (1500, 60)}
+"""Rough (prompt, completion) tokens per call and purpose."""
+
+
+@dataclass
+class EpisodeEstimate:
+    calls: int = 0
+    cost_usd: float = 0.0
+    unpriced: dict[str, set[str]] = field(default_factory=dict)
+    """role → models with no known price (their calls counted at $0)."""
+
+
+def episode_estimate(mode: str, roles: Mapping[str, str], prices: Mapping[str, Price] | None = None, *,
+                     judge: bool = True, auditor: bool = True) -> EpisodeEstimate:
+    """One episode of ``mode`` with ``roles`` (role → model) answering."""
+    out = EpisodeEstimate()
+    for purpose, count in CALLS[mode].items():
+        if (purpose == "judge" and not judge) or (purpose == "auditor" and not auditor):
+            continue
+        out.calls += count
+        role = PURPOSES[purpose].role
+        model = roles[role]
+        price = price_of(model, prices)
+        if price is None:
+            out.unpriced.setdefault(role, set()).add(model)
+            continue
+        p_in, p_out = price.per_token()
+        t_in, t_out = TOKENS[purpose]
+        out.cost_usd += count * (t_in * p_in + t_out * p_out)
+    return out

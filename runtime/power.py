@@ -1,0 +1,261 @@
+"""``python -m runtime.power``: before paying for a run, whether it can see the effect.
+
+    python -m runtime.power --tasks 50 --trials 3 --sd 0.5 --icc 0.45
+    python -m runtime.power --published tau-airline --target-mde 0.05 --model openai/gpt-4o
+    python -m runtime.power --from runs/pilot --compare refine,plan-first
+
+A paired comparison of two arms on the same tasks (Refine vs Plan-first, strategy vs strategy,
+…), Δ clustered by task (``runtime.stats.design``). Prints the minimum detectable Δ at α and
+power, or with ``--target-mde`` the trials (or tasks) it takes, and with ``--model`` or
+``--episode-cost`` what that costs. The variance comes from ``--sd``/``--icc``, a run folder's
+records (``--from``, components estimated by ``runtime.stats.components``) or published figures
+(``--published``; ``--list-published`` names them). Bad input exits with 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from runtime.cli.args import command_parser
+from runtime.cli.lifecycle import guarded
+from runtime.compose.config import UsageError
+
+
+def parser():
+    p = command_parser("python -m runtime.power", __doc__.split("\n\n")[0].split(": ", 1)[1])
+    p.add_argument("--tasks", type=int, help="tasks in the comparison (both arms run each)")
+    p.add_argument("--trials", type=int, help="trials per task and arm")
+    p.add_argument("--sd", type=float, help="per-episode standard deviation of the score")
+    p.add_argument("--icc", type=float, help="intra-task correlation: of two trials of one task in one arm")
+    p.add_argument("--task-mode-sd", type=float, default=None,
+                   help="sd of the task × arm term: how much the arms' difference varies by task "
+                   "(default 0, the effect the same on every task)")
+    p.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
+    p.add_argument("--power", type=float, default=0.80, help="power (default 0.80)")
+    p.add_argument("--target-mde", type=float, metavar="DELTA",
+                   help="the Δ to detect: prints the trials per task (or, without --tasks, the tasks) it takes")
+    p.add_argument("--from", dest="run", type=Path, metavar="RUN",
+                   help="estimate the variance from this run folder's records")
+    p.add_argument("--compare", default="refine,plan-first", metavar="TREATMENT,CONTROL",
+                   help="with --from: the two arms (summary.json's arm names; default refine,plan-first)")
+    p.add_argument("--published", metavar="NAME", help="plan with published figures (--list-published)")
+    p.add_argument("--list-published", action="store_true", help="name the built-in figures and exit")
+    p.add_argument("--model", help="price the episodes with this tested model in every role")
+    p.add_argument("--price", action="append", metavar="MODEL=IN/OUT",
+                   help="USD per million prompt/completion tokens for a model litellm does not price")
+    p.add_argument("--episode-cost", type=float, metavar="USD", help="USD one episode costs (instead of --model)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return guarded(lambda: run(args))
+
+
+def run(args) -> int:
+    from runtime.stats import design, published
+
+    if args.list_published:
+        for f in published.FIGURES.values():
+            print(f"{f.name}: {f.description} — {f.source}; date {f.date}")
+        return 0
+    figures = _figures(args.published)
+    given = [name for name, on in (("--from", args.run), ("--published", figures and figures.sd_icc()),
+                                    ("--sd/--icc", args.sd is not None or args.icc is not None)) if on]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)}: give one source of variance")
+    options = {"--alpha": args.alpha, "--power": args.power}
+    for name, value in options.items():
+        if not 0 < value < 1:
+            raise UsageError(f"{name} {value:g}: accepted: a number between 0 and 1")
+    for name, value in (("--tasks", args.tasks), ("--trials", args.trials)):
+        if value is not None and value < (2 if name == "--tasks" else 1):
+            raise UsageError(f"{name} {value}: accepted: an integer ≥ {2 if name == '--tasks' else 1}")
+    if args.target_mde is not None and not args.target_mde > 0:
+        raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
+    sources = _sources(args)
+    tasks, trials = args.tasks, args.trials
+    if figures is not None:
+        print(f"published figures {figures.name}: {figures.description}")
+        print(f"  source: {figures.source}; date {figures.date}")
+        if figures.notes:
+            print(f"  {figures.notes}")
+        tasks = tasks or figures.tasks
+        if trials is None and args.target_mde is None:
+            trials = figures.trials
+    estimated = None
+    if args.run is not None:
+        estimated = _estimate(args)
+        tasks = tasks or estimated.tasks
+        trials = trials or max(1, round(estimated.trials))
+    if args.target_mde is None and (tasks is None or trials is None):
+        raise UsageError("give --tasks and --trials (or --published / --from for them), or --target-mde")
+    if args.target_mde is not None and tasks is None and trials is None:
+        raise UsageError("--target-mde: give --tasks (the trials are found) or --trials (the tasks are found)")
+    for label, components in sources:
+        print(f"variance ({label}): between-task {components.between_task:.4f}, task × arm "
+              f"{components.task_mode:.4f}, within-task {components.within_task:.4f} "
+              f"(per-episode sd {components.total ** 0.5:.3f}, intra-task correlation {components.icc:.2f})")
+        _answer(args, design, components, tasks, trials, figures)
+    return 0
+
+
+def _sources(args):
+    from runtime.stats import published
+    from runtime.stats.design import Components
+
+    tm = args.task_mode_sd or 0.0
+    if args.task_mode_sd is not None and args.task_mode_sd < 0:
+        raise UsageError(f"--task-mode-sd {args.task_mode_sd:g}: accepted: a standard deviation ≥ 0")
+    figures = _figures(args.published)
+    if figures is not None and (figures.sd_icc() or (args.run is None and args.sd is None and args.icc is None)):
+        pairs = figures.sd_icc()
+        if not pairs:
+            raise UsageError(f"--published {args.published}: these figures give no variance "
+                             f"({figures.notes})")
+        return [(f"{figures.name}, icc {icc:g}", _components(sd, icc, tm)) for sd, icc in pairs]
+    if args.run is not None:
+        return [(f"estimated from {args.run}", _estimate(args).components)]
+    if args.sd is None or args.icc is None:
+        raise UsageError("give --sd and --icc, --published NAME or --from RUN for the variance")
+    return [(f"sd {args.sd:g}, icc {args.icc:g}, task × arm sd {tm:g}", _components(args.sd, args.icc, tm))]
+
+
+def _figures(name):
+    from runtime.stats import published
+
+    if not name:
+        return None
+    try:
+        return published.figures(name)
+    except ValueError as exc:
+        raise UsageError(f"--published {name}: {exc}") from exc
+
+
+def _components(sd, icc, tm):
+    from runtime.stats.design import Components
+
+    try:
+        return Components.from_sd_icc(sd, icc, tm)
+    except ValueError as exc:
+        raise UsageError(f"--sd/--icc/--task-mode-sd: {exc}") from exc
+
+
+_ESTIMATES: dict = {}
+
+
+def _estimate(args):
+    """The run folder's components (read once)."""
+    key = (str(args.run), args.compare)
+    if key in _ESTIMATES:
+        return _ESTIMATES[key]
+    from runtime.folder.records import RECORD_MODES
+    from runtime.folder.store import RECORDS, RunStore
+    from runtime.reports.summary import frame
+    from runtime.stats.components import estimate
+
+    if not (args.run / RECORDS).is_file():
+        raise UsageError(f"--from {args.run}: no {RECORDS} there; give a run folder")
+    arms = tuple(a.strip() for a in args.compare.split(",") if a.strip())
+    df = frame(RunStore(args.run).records())
+    known = sorted(set(df["arm"])) if len(df) else []
+    missing = [a for a in arms if a not in known]
+    if not 1 <= len(arms) <= 2 or missing:
+        raise UsageError(f"--compare {args.compare}: accepted: one or two of the folder's arms "
+                         f"({', '.join(known) or 'none'}; modes are {', '.join(RECORD_MODES)})")
+    ok = df[df["status"] == "ok"]
+    try:
+        found = estimate(ok, arms)
+    except ValueError as exc:
+        raise UsageError(f"--from {args.run}: {exc}") from exc
+    lo, hi = found.low, found.high
+    print(f"estimated from {args.run} ({' vs '.join(arms)}; {found.tasks} tasks, {found.trials:.1f} "
+          f"trials per task and arm; method of moments, {found.confidence:.0%} intervals from "
+          "resampling tasks):")
+    for name, label in (("between_task", "between-task"), ("task_mode", "task × arm"), ("within_task", "within-task")):
+        print(f"  {label}: {getattr(found.components, name):.4f} "
+              f"[{getattr(lo, name):.4f}, {getattr(hi, name):.4f}]")
+    for note in found.notes:
+        print(f"  note: {note}")
+    _ESTIMATES[key] = found
+    return found
+
+
+def _answer(args, design, components, tasks, trials, figures) -> None:
+    alpha, power = args.alpha, args.power
+    if args.target_mde is not None:
+        target = args.target_mde
+        if tasks is not None:
+            need = design.trials_for(components, tasks, target, alpha=alpha, power=power)
+            if need is None:
+                floor = design.mde(components, tasks, design.MAX_TRIALS, alpha=alpha, power=power)
+                print(f"Δ {target:g} cannot be detected with {tasks} tasks at any number of trials "
+                      f"(the floor is {floor:.3f}, set by the task × arm term): add tasks")
+                return
+            trials = need
+            print(f"to detect Δ {target:g} with {tasks} tasks: {trials} trials per task and arm")
+        else:
+            need = design.tasks_for(components, trials, target, alpha=alpha, power=power)
+            if need is None:
+                print(f"Δ {target:g} cannot be detected at {trials} trials with any number of tasks")
+                return
+            tasks = need
+            print(f"to detect Δ {target:g} at {trials} trials: {tasks} tasks")
+    p = design.plan(components, tasks, trials, alpha=alpha, power=power)
+    print(f"design: {tasks} tasks × {trials} trials per arm, paired by task; α {alpha:g}, power "
+          f"{power:.0%}; standard error of Δ {p.se:.4f}")
+    print(f"minimum detectable Δ: {p.mde:.3f}")
+    if figures is not None and figures.effect is not None:
+        low, high = figures.effect
+        if p.mde > high:
+            print(f"cannot reach the paper's effect: detectable from {p.mde:.3f}, the paper's Δ is "
+                  f"+{low:g} to +{high:g} {figures.unit}")
+        else:
+            print(f"power at the paper's effect: {p.power_at(low):.0%} at +{low:g}, "
+                  f"{p.power_at(high):.0%} at +{high:g}")
+    _cost(args, tasks, trials)
+
+
+def _cost(args, tasks: int, trials: int) -> None:
+    episodes = 2 * tasks * trials
+    if args.episode_cost is not None:
+        if args.episode_cost < 0:
+            raise UsageError(f"--episode-cost {args.episode_cost:g}: accepted: USD ≥ 0")
+        print(f"episodes: {episodes} (2 arms); cost ${episodes * args.episode_cost:,.2f} at "
+              f"${args.episode_cost:g} an episode")
+        return
+    if not args.model:
+        print(f"episodes: {episodes} (2 arms)")
+        return
+    from runtime.compose.config import with_price_options
+    from runtime.llm.estimate import episode_estimate
+    from runtime.llm.prices import price_of
+    from runtime.llm.roles import ROLES
+
+    prices = with_price_options({}, args.price).get("prices", {})
+    roles = dict.fromkeys(ROLES, args.model)
+    arms = [episode_estimate(mode, roles, prices) for mode in _compared_modes(args)]
+    unpriced = sorted({m for a in arms for models in a.unpriced.values() for m in models})
+    if unpriced:
+        raise UsageError(f"--model {args.model}: no price known; give --price {args.model}=IN/OUT "
+                         "(USD per million prompt/completion tokens)")
+    price = price_of(args.model, prices)
+    cost = tasks * trials * sum(a.cost_usd for a in arms)
+    print(f"episodes: {episodes} (2 arms); cost ~${cost:,.2f} with {args.model} in every role at "
+          f"${price.input:g}/${price.output:g} per million tokens (rough per-episode token sizes, "
+          "as table3 --dry-run)")
+
+
+def _compared_modes(args) -> list[str]:
+    from runtime.folder.records import RECORD_MODES
+
+    modes = [a.split(":")[0] for a in args.compare.split(",")]
+    return [m if m in RECORD_MODES else "refine" for m in modes][:2] or ["refine", "plan-first"]
+
+
+if __name__ == "__main__":
+    from runtime.cli.process_end import end
+
+    end(main())

@@ -1,0 +1,192 @@
+"""How small a Δ a planned comparison can see, and what a target Δ takes.
+
+The design: every task is run in both arms (Refine and Plan-first, or two strategies) for
+``trials`` trials each, and Δ is the mean over tasks of the per-task difference of trial means.
+A score is modelled as ``y = μ_arm + u_task + v_task×arm + e`` with variances ``between_task``,
+``task_mode`` and ``within_task`` (``Components``). Pairing removes ``u_task`` from every
+difference, so one task's difference has variance ``2·task_mode + 2·within_task / trials``; the
+tasks are independent, so Δ's variance is that over ``tasks`` — the clustered, paired standard
+error of Miller (2024, sections 2.3 and 4: cluster by the unit that repeats, difference within
+it). Trials of one task are *not* independent: more trials shrink only the within-task part, so
+``task_mode`` sets a floor no number of trials goes below.
+
+Δ is then tested as a one-sample t test of the per-task differences (n − 1 degrees of freedom);
+its power at a given Δ is the noncentral t's, from ``statsmodels.stats.power.TTestPower``. The
+minimum detectable Δ (MDE) is the Δ that test finds with the stated power at level α, two-sided.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+ALPHA = 0.05
+POWER = 0.80
+MAX_TRIALS = 10_000
+"""The most trials a task is searched for before a target is called unreachable."""
+
+
+@dataclass(frozen=True)
+class Components:
+    """Variance components of one episode's score, in the score's own units squared.
+
+    ``between_task``: how much tasks differ in difficulty (cancels in a paired Δ);
+    ``task_mode``: how much an arm's effect differs between tasks (the task × arm interaction,
+    each arm's own term; one task's true effect then varies with variance ``2·task_mode``);
+    ``within_task``: trial-to-trial variation of one task in one arm."""
+
+    between_task: float
+    task_mode: float
+    within_task: float
+
+    def __post_init__(self) -> None:
+        for name in ("between_task", "task_mode", "within_task"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite variance ≥ 0, got {value!r}")
+
+    @classmethod
+    def from_sd_icc(cls, sd: float, icc: float, task_mode_sd: float = 0.0) -> "Components":
+        """From the per-episode standard deviation, the intra-task correlation (the correlation
+        of two trials of one task in one arm, τ-bench's ICC(1)) and the task × arm term's sd."""
+        if not (sd > 0 and math.isfinite(sd)):
+            raise ValueError(f"sd must be a positive number, got {sd!r}")
+        if not 0 <= icc < 1:
+            raise ValueError(f"icc must be in [0, 1), got {icc!r}")
+        total, task_mode = sd * sd, task_mode_sd * task_mode_sd
+        if task_mode > icc * total + 1e-15:
+            raise ValueError(f"task-mode sd {task_mode_sd:g} is larger than the task part of the "
+                             f"variance (icc × sd² = {icc * total:g}); give a smaller one or a larger icc")
+        return cls(max(icc * total - task_mode, 0.0), task_mode, (1 - icc) * total)
+
+    @property
+    def total(self) -> float:
+        return self.between_task + self.task_mode + self.within_task
+
+    @property
+    def icc(self) -> float:
+        return (self.between_task + self.task_mode) / self.total if self.total else 0.0
+
+    def task_difference_variance(self, trials: float, clustered: bool = True) -> float:
+        """The variance of one task's difference of trial means, both arms run ``trials`` times.
+        ``clustered=False`` is the variance of one episode pair, which is what a design that
+        takes every episode for an independent unit uses (wrongly, when ``task_mode`` > 0)."""
+        if clustered:
+            return 2 * self.task_mode + 2 * self.within_task / trials
+        return 2 * self.task_mode + 2 * self.within_task
+
+
+@dataclass(frozen=True)
+class Plan:
+    tasks: int
+    trials: int
+    sd_difference: float
+    """The sd of one task's difference (of one episode pair when not clustered)."""
+    units: int
+    """The independent units the test counts: tasks (or episode pairs when not clustered)."""
+    alpha: float
+    power: float
+
+    @property
+    def se(self) -> float:
+        return self.sd_difference / math.sqrt(self.units)
+
+    @property
+    def mde(self) -> float:
+        return standardized_mde(self.units, self.alpha, self.power) * self.sd_difference
+
+    def power_at(self, delta: float) -> float:
+        return power_of(abs(delta) / self.sd_difference if self.sd_difference else math.inf,
+                        self.units, self.alpha)
+
+
+def plan(components: Components, tasks: int, trials: int, *, alpha: float = ALPHA,
+         power: float = POWER, clustered: bool = True) -> Plan:
+    _check(tasks=tasks, trials=trials, alpha=alpha, power=power)
+    sd = math.sqrt(components.task_difference_variance(trials, clustered))
+    return Plan(tasks, trials, sd, tasks if clustered else tasks * trials, alpha, power)
+
+
+def mde(components: Components, tasks: int, trials: int, *, alpha: float = ALPHA,
+        power: float = POWER, clustered: bool = True) -> float:
+    """The minimum detectable Δ of ``tasks`` × ``trials`` in both arms."""
+    return plan(components, tasks, trials, alpha=alpha, power=power, clustered=clustered).mde
+
+
+def mde_of_sd(sd_difference: float, tasks: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The detectable Δ at an observed per-task difference sd: a run's own variance."""
+    _check(tasks=tasks, trials=1, alpha=alpha, power=power)
+    return standardized_mde(tasks, alpha, power) * sd_difference
+
+
+def trials_for(components: Components, tasks: int, target: float, *, alpha: float = ALPHA,
+               power: float = POWER) -> int | None:
+    """The fewest trials per task and arm whose MDE is at most ``target``; ``None`` when no
+    number of trials reaches it (the task × arm term's floor, or too few tasks)."""
+    if not target > 0:
+        raise ValueError(f"target Δ must be > 0, got {target!r}")
+    if mde(components, tasks, MAX_TRIALS, alpha=alpha, power=power) > target:
+        return None
+    low, high = 1, MAX_TRIALS
+    while low < high:
+        middle = (low + high) // 2
+        if mde(components, tasks, middle, alpha=alpha, power=power) <= target:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def tasks_for(components: Components, trials: int, target: float, *, alpha: float = ALPHA,
+              power: float = POWER, limit: int = 1_000_000) -> int | None:
+    """The fewest tasks whose MDE at ``trials`` is at most ``target`` (``None`` past ``limit``)."""
+    if not target > 0:
+        raise ValueError(f"target Δ must be > 0, got {target!r}")
+    if mde(components, limit, trials, alpha=alpha, power=power) > target:
+        return None
+    low, high = 2, limit
+    while low < high:
+        middle = (low + high) // 2
+        if mde(components, middle, trials, alpha=alpha, power=power) <= target:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+@lru_cache(maxsize=4096)
+def standardized_mde(units: int, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The effect size (Δ over the per-unit sd) a two-sided one-sample t test on ``units``
+    units finds with ``power`` at level ``alpha`` (statsmodels' ``TTestPower``)."""
+    if units < 2:
+        return math.inf
+    from statsmodels.stats.power import TTestPower
+
+    import numpy as np
+
+    found = TTestPower().solve_power(effect_size=None, nobs=units, alpha=alpha, power=power,
+                                     alternative="two-sided")
+    return float(np.ravel(found)[0])
+
+
+def power_of(effect_size: float, units: int, alpha: float = ALPHA) -> float:
+    if units < 2:
+        return 0.0
+    if math.isinf(effect_size):
+        return 1.0
+    from statsmodels.stats.power import TTestPower
+
+    return float(TTestPower().power(effect_size=effect_size, nobs=units, alpha=alpha,
+                                    alternative="two-sided"))
+
+
+def _check(*, tasks: int, trials: int, alpha: float, power: float) -> None:
+    if not (isinstance(tasks, int) and tasks >= 2):
+        raise ValueError(f"tasks must be an integer ≥ 2, got {tasks!r}")
+    if not (isinstance(trials, int) and trials >= 1):
+        raise ValueError(f"trials must be an integer ≥ 1, got {trials!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if not 0 < power < 1:
+        raise ValueError(f"power must be in (0, 1), got {power!r}")

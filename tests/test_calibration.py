@@ -1,0 +1,106 @@
+"""Calibration of the statistics layer on experiments whose truth is known.
+
+The generator (``testkit.stochastic.StochasticBenchmark``) stands for the class of experiment the
+runtime runs: tasks of differing difficulty (intra-task correlation ``icc``), 0/1 episodes, an
+effect that may differ between tasks (``spread``). Each simulated experiment draws fresh tasks
+and trials and goes through the same clustered interval the report uses. Two claims per cell:
+the 95 % interval covers the true Δ 95 ± 1.5 % of the time, and at the MDE the statistics state
+for the cell the test rejects Δ = 0 80 ± 3 % of the time. Each is shown to fail when the
+clustering by task is removed (every episode pair taken for an independent unit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from runtime.stats.intervals import paired_interval
+from testkit.stochastic import StochasticBenchmark
+
+COVERAGE, COVERAGE_BAND = 0.95, 0.015
+POWER, POWER_BAND = 0.80, 0.03
+
+
+def measure(tasks: int, trials: int, icc: float, spread: float, experiments: int, seed: int,
+            clustered: bool = True) -> tuple[float, float]:
+    """(coverage of the true Δ under no mean effect, rejection rate at the stated MDE)."""
+    null = StochasticBenchmark(mean=0.5, icc=icc, effect=0.0, spread=spread)
+    truth, _ = null.truth
+    t, c = null.simulate(tasks, trials, experiments, seed)
+    found = paired_interval(t, c, clustered=clustered)
+    coverage = float(np.mean((found.low <= truth) & (truth <= found.high)))
+    # the stated MDE is the one the statistics state for this design, clustered or not
+    if clustered:
+        at = null.at_mde(tasks, trials)
+    else:
+        at = _at_unclustered_mde(null, tasks, trials)
+    t, c = at.simulate(tasks, trials, experiments, seed + 1)
+    found = paired_interval(t, c, clustered=clustered)
+    return coverage, float(np.mean((found.low > 0) | (found.high < 0)))
+
+
+def _at_unclustered_mde(bench: StochasticBenchmark, tasks: int, trials: int) -> StochasticBenchmark:
+    from runtime.stats.design import mde
+
+    for _ in range(6):
+        true, components = bench.truth
+        target = mde(components, tasks, trials, clustered=False)
+        bench = StochasticBenchmark(bench.mean, bench.icc, bench.effect + (target - true), bench.spread)
+    return bench
+
+
+def in_band(coverage: float, power: float) -> bool:
+    return abs(coverage - COVERAGE) <= COVERAGE_BAND and abs(power - POWER) <= POWER_BAND
+
+
+FAST = [(50, 3, 0.45, 0.1), (30, 3, 0.2, 0.0), (114, 8, 0.45, 0.0)]
+FULL = [(n, k, icc, s) for n in (30, 50, 114) for k in (1, 3, 8) for icc in (0.2, 0.45) for s in (0.0, 0.1)]
+
+
+@pytest.mark.parametrize("tasks,trials,icc,spread", FAST)
+def test_intervals_and_power_are_calibrated_fast_sample(tasks, trials, icc, spread):
+    coverage, power = measure(tasks, trials, icc, spread, experiments=2000, seed=tasks * 100 + trials)
+    assert abs(coverage - COVERAGE) <= COVERAGE_BAND, coverage
+    assert abs(power - POWER) <= POWER_BAND, power
+
+
+def test_without_clustering_by_task_the_fast_sample_fails():
+    """The same experiments with every episode pair taken for a unit: when the effect differs
+    between tasks the interval is too narrow and the stated MDE too small."""
+    coverage, power = measure(50, 3, 0.45, 0.1, experiments=2000, seed=5003, clustered=False)
+    assert not in_band(coverage, power), (coverage, power)
+    assert coverage < COVERAGE - COVERAGE_BAND
+
+
+def test_the_report_uses_the_calibrated_interval():
+    """The report's Δ (``runtime.reports.stats.paired_delta`` over per-task means) is the
+    clustered interval the calibration measures, not another one."""
+    from runtime.reports.stats import paired_delta
+
+    t, c = StochasticBenchmark(icc=0.45, effect=0.1, spread=0.1).simulate(40, 3, 1, 9)
+    ours = paired_interval(t[0], c[0])
+    reported = paired_delta(t[0].mean(axis=1), c[0].mean(axis=1))
+    assert (reported.mean, reported.low, reported.high) == pytest.approx((ours.mean, ours.low, ours.high))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tasks,trials,icc,spread", FULL)
+def test_intervals_and_power_are_calibrated_full_grid(tasks, trials, icc, spread):
+    # small cells are cheap: more experiments there, where the power sits nearest the band's edge
+    # (30 tasks × 1 trial of 0/1 episodes: 77.5 % measured over 20,000 against 80 % stated)
+    experiments = max(4000, min(20_000, 2_000_000 // (tasks * trials)))
+    coverage, power = measure(tasks, trials, icc, spread, experiments=experiments, seed=7 + tasks + trials)
+    assert abs(coverage - COVERAGE) <= COVERAGE_BAND, coverage
+    assert abs(power - POWER) <= POWER_BAND, power
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tasks,trials,icc", [(n, k, icc) for n in (30, 50, 114) for k in (3, 8)
+                                              for icc in (0.2, 0.45) if (n, k, icc) != (30, 3, 0.2)])
+def test_without_clustering_by_task_the_full_grid_fails(tasks, trials, icc):
+    """Every cell whose effect differs between tasks and that has trials to pair. Left out:
+    30 tasks × 3 trials at ICC 0.2, where the unclustered interval covers 93.6 % — at the band's
+    edge, since there the task × arm term is a small share of a task difference's variance."""
+    coverage, power = measure(tasks, trials, icc, 0.1, experiments=4000, seed=11 + tasks + trials,
+                              clustered=False)
+    assert not in_band(coverage, power), (coverage, power)
