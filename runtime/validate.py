@@ -15,7 +15,7 @@ from typing import Sequence
 
 from envs.registry import SANDBOXES, names
 from runtime.compose import config as cfg
-from runtime.cli.args import add_budget_options, command_parser
+from runtime.cli.args import add_budget_options, add_folder_options, command_parser
 from runtime.cli.lifecycle import guarded
 from runtime.compose.config import RunConfig
 from runtime.compose.preflight import refuse_early
@@ -97,6 +97,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-concurrency", type=int,
                    help="at most this many model calls in flight per provider, across all workers")
     add_budget_options(p)
+    add_folder_options(p)
     p.add_argument("--episode-max-tokens", type=int,
                    help="tokens one episode may use; past it the episode ends unfinished")
     p.add_argument("--episode-max-cost", type=float, metavar="USD",

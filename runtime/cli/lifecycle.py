@@ -81,6 +81,15 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) ->
         return 130
     finally:
         close_environments(runs)
+        release_folders(runs)
+
+
+def release_folders(runs: Sequence[Run]) -> None:
+    """Let go of each run folder's writer lock (``runtime.folder.lock``)."""
+    from runtime.folder import lock
+
+    for run in runs:
+        lock.release(run.out)
 
 
 def close_environments(runs: Sequence[Run]) -> None:

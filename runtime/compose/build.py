@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from runtime.compose import fingerprint
+from runtime.compose.opening import FolderOpening, open_cache, record_changes, run_info
 from runtime.compose.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 from runtime.episode.services import Services, planner_factory, register_providers
 from runtime.episode.spec import RunSpec, check_size
@@ -133,16 +134,25 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
 
         reachable(config.ray_address, ACCEPTED_ADDRESS)
     identity = fingerprint.fingerprint(spec, config.env)
-    changed = fingerprint.changed_settings(fingerprint.previous(out, identity["scope"]), identity)
-    if changed and not config.allow_changed_settings:
-        raise UsageError(f"{out} holds run {run_id} made with other settings: {'; '.join(changed)}; "
-                         "give a new --out folder, or --allow-changed-settings to mix both in this "
-                         "one (nothing was written)")
-    spec = spec.model_copy(update={"fingerprint": identity["id"]})
-    store = open_folder(out, "--out", RunStore)
-    cache = None
-    if not config.no_cache:
-        cache = open_folder(cache_dir, "--cache-dir", lambda d: ResponseCache(d / "responses.sqlite"))
+    opening = FolderOpening(out)
+    try:
+        store = open_folder(out, "--out", RunStore)
+        opening.lock(config.wait_for_lock)  # one writer: what follows reads a settled folder
+        info = run_info(out)
+        changed = fingerprint.changed_settings(fingerprint.previous(out, identity["scope"]), identity)
+        changed += [c for c in record_changes(store, spec, identity, info) if c not in changed]
+        if changed and not config.allow_changed_settings:
+            raise UsageError(f"{out} holds run {run_id} made with other settings: {'; '.join(changed)}; "
+                             "give a new --out folder, or --allow-changed-settings to mix both in "
+                             "this one (nothing was written)")
+        spec = spec.model_copy(update={"fingerprint": identity["id"]})
+        cache = None
+        if not config.no_cache:
+            cache = open_cache(cache_dir, config.unwritable_cache,
+                               lambda d: ResponseCache(d / "responses.sqlite"), say, open_folder)
+    except BaseException:
+        opening.undo()
+        raise
     log_to(out)
     from runtime.folder.scrub import scrub
 
@@ -154,7 +164,18 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         layer.limiter = LocalLimiter(config.model_concurrency)
     services = Services(env=env, layer=layer, make_planner=make_planner)
     run = Run(config=config, spec=spec, services=services, store=store, embedded=embedded)
-    store.note_invocation({
+    try:
+        note_invocation(run, identity, changed, task_ids)
+    except BaseException:
+        opening.undo()
+        raise
+    return run
+
+
+def note_invocation(run: Run, identity: dict, changed: list[str], task_ids: list[str]) -> None:
+    """Add this invocation to ``run.json``: the config, what ran, and the fingerprint."""
+    config, spec = run.config, run.spec
+    run.store.note_invocation({
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "config": config.model_dump(mode="json"),
         # What ran: a command's own choices (ablate's two modes, table3's per-cell modes, the
@@ -166,7 +187,6 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         "fingerprint": identity,
         **({"allow_changed_settings": True, "changed_settings": changed} if changed else {}),
     })
-    return run
 
 
 def recorded_modes(config: RunConfig, modes: list[str]) -> RunConfig:

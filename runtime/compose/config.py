@@ -116,6 +116,12 @@ class RunSettings(BaseModel):
         "{input, output}, for models litellm does not price (0/0: free).")
     no_report: bool = Field(default=False, description="Do not write the report and episode "
                             "explorer at the end of the run.")
+    wait_for_lock: float | None = Field(
+        default=None, ge=0, description="Seconds to wait for another run writing the same run "
+        "folder to end (default: refuse at once, exit 2; runtime.folder.lock).")
+    unwritable_cache: Literal["refuse", "off"] = Field(
+        default="refuse", description="A response cache that cannot be written: refuse the run "
+        "before the first episode (default), or run without a cache after one warning.")
 
     @field_validator("prices", mode="before")
     @classmethod
