@@ -157,11 +157,18 @@ def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
     """Write ``summary.json`` for the run and print it; returns the run's records."""
     from runtime.reports import summary
 
+    from runtime.reports.groups import describe
+
     records = finished_records(run)
     spec, config = run.spec, run.config
     result = summary.summarize(records)
-    result.update({"run_id": spec.run_id, "env": config.env, "domain": spec.domain,
-                   "models": run.models, "embedded_default": run.embedded})
+    # env, domain and models as the records say (not this invocation's options); ``groups``:
+    # every record of the folder by env, domain and fingerprint
+    result.update({"run_id": spec.run_id, **describe(records, run.out),
+                   "folder": describe(run.store.records(), run.out)["groups"],
+                   "embedded_default": run.embedded})
+    if not records:  # nothing recorded yet: what was asked
+        result.update(env=config.env, domain=spec.domain)
     if run.embedded:
         result["note"] = EMBEDDED_NOTE
     run.store.write_summary(result)

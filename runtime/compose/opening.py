@@ -11,7 +11,6 @@ other settings count it (``runtime.compose.fingerprint`` names the differences w
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 from collections import Counter
@@ -21,38 +20,17 @@ from typing import Any, Callable
 from runtime.compose import fingerprint
 from runtime.compose.config import UsageError
 from runtime.folder import lock
-from runtime.folder.store import RUN_INFO, RunStore
+from runtime.folder.run_info import RunInfoError, known_settings, read_run_info
+from runtime.folder.store import RunStore
 
 
 def run_info(folder: Path) -> dict[str, Any] | None:
-    """``run.json`` read and checked (None when absent); unreadable or not the shape the runtime
-    writes → ``UsageError`` naming the file and the cause."""
-    path = Path(folder) / RUN_INFO
-    if not path.exists():
-        return None
+    """``run.json`` checked; unreadable or not the shape the runtime writes → ``UsageError``."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc}); fix its permissions "
-                         "or give another --out folder (nothing was written)") from exc
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError
-        raise UsageError(f"{path} is not JSON ({exc}); move it aside (the records alone carry "
-                         "what a resume needs) or give another --out folder (nothing was "
-                         "written)") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("invocations"), list):
-        raise UsageError(f"{path} is not a run.json (no list of invocations); move it aside or "
-                         "give another --out folder (nothing was written)")
-    return data
-
-
-def known_settings(info: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """Fingerprint id → fingerprint, from every invocation ``run.json`` recorded."""
-    out = {}
-    for item in (info or {}).get("invocations", []):
-        fp = item.get("fingerprint") if isinstance(item, dict) else None
-        if isinstance(fp, dict) and isinstance(fp.get("id"), str):
-            out[fp["id"]] = fp
-    return out
+        return read_run_info(folder)
+    except RunInfoError as exc:
+        raise UsageError(f"{exc}; move it aside (the records alone carry what a resume needs) "
+                         "or give another --out folder (nothing was written)") from None
 
 
 def _arm(key) -> tuple[str, ...]:

@@ -37,19 +37,26 @@ from runtime.reports import explorer, leaks, provenance, verdicts  # noqa: E402
 ARMS = ("direct", "plan-first", "refine")
 
 
-def rows(df: pd.DataFrame, published: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per environment × tested model × critique strategy (usually one strategy)."""
+def rows(df: pd.DataFrame, published: dict[str, Any], pooled: bool = False) -> list[dict[str, Any]]:
+    """One row per environment × domain × tested model × critique strategy (usually one
+    strategy); ``pooled``: one row over an environment's domains (a table3 cell draws its tasks
+    from its domains pooled, as the paper's table does). Each row's ``env`` says the domain when
+    the folder holds more than one."""
     out = []
     mixed = "fingerprint" in df and df["fingerprint"].nunique() > 1
-    by = ["env", "model", "fingerprint"] if mixed else ["env", "model"]
+    split = not pooled and "domain" in df and df["domain"].nunique() > 1  # never one mean over two domains
+    by = ["env", "model"] + (["domain"] if split else []) + (["fingerprint"] if mixed else [])
     for group, cell in df.groupby(by, sort=True):
         env, model = group[0], group[1]
         if mixed:  # never one mean over episodes made with different settings
-            model = f"{model} (settings {group[2]})"
+            model = f"{model} (settings {group[-1]})"
         strategies = sorted(set(cell.loc[cell["mode"] == "refine", "strategy"])) or [""]
         for strategy in strategies:
             part = cell[(cell["mode"] != "refine") | (cell["strategy"] == strategy)]
-            out.append(_row(env, model, strategy, part, published))
+            row = _row(env, model, strategy, part, published)
+            if split:
+                row.update(env=f"{env}/{group[2]}", domain=group[2])
+            out.append(row)
     return out
 
 
@@ -241,7 +248,7 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
         raise ValueError(f"no records in {folder / 'records.jsonl'}")
     meta_path = folder / "table3.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
-    table = rows(frame(records), meta.get("published", {}))
+    table = rows(frame(records), meta.get("published", {}), pooled=bool(meta))
     title = title or f"Report: {meta.get('name', folder.name)}"
     df = frame(records)
     md = (markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
