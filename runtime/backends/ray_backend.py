@@ -186,9 +186,9 @@ class CacheService:
     """Owns the response cache's SQLite file on the driver's node."""
 
     def __init__(self, path: str):
-        from runtime.llm.layer import ResponseCache
+        from runtime.llm.guarded_cache import GuardedCache
 
-        self.cache = ResponseCache(Path(path))
+        self.cache = GuardedCache(Path(path))
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self.cache.get(key)

@@ -73,8 +73,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     from critique.strategies import resolve
     from envs import EnvError, get_environment, registry
     from envs.catalogue import unknown_domain
-    from runtime.llm.layer import (ModelConfigError, ModelLayer, ResponseCache, check_credentials,
-                                    check_provider)
+    from runtime.llm.guarded_cache import GuardedCache
+    from runtime.llm.layer import ModelConfigError, ModelLayer, check_credentials, check_provider
 
     modes = modes or config.modes
     run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
@@ -149,7 +149,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         cache = None
         if not config.no_cache:
             cache = open_cache(cache_dir, config.unwritable_cache,
-                               lambda d: ResponseCache(d / "responses.sqlite"), say, open_folder)
+                               lambda d: GuardedCache(d / "responses.sqlite"), say, open_folder)
     except BaseException:
         opening.undo()
         raise

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from runtime.folder.durable import WriteFailed, append_whole, replace_whole
 from runtime.folder.records import EpisodeRecord
 from runtime.folder.scrub import scrub, scrub_data
 
@@ -26,13 +27,11 @@ RUN_INFO = "run.json"
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: a reader
     (or a run killed mid-write) sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteFailed(path.parent, exc) from exc
+    replace_whole(path, text, path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -79,13 +78,9 @@ class RunStore:
     def append(self, record: EpisodeRecord) -> None:
         line = scrub(record.model_dump_json()) + "\n"
         with self._append_lock:
-            if not self._tail_checked:
-                line = self._terminate_torn_tail() + line
-                self._tail_checked = True
-            with open(self.records_path, "a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tail = "" if self._tail_checked else self._terminate_torn_tail()
+            append_whole(self.records_path, (tail + line).encode("utf-8"))  # whole, or not at all
+            self._tail_checked = True
 
     def records(self) -> list[EpisodeRecord]:
         """Every record, later records for the same key superseding earlier ones."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +202,16 @@ def _strategy_label(name: str) -> str:
     return STRATEGIES[name].label if name in STRATEGIES else (name or "–")
 
 
+def save_figure(fig, path: Path) -> None:
+    """A plot written whole or not at all (a temporary file renamed into place)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
     written = []
     if not table:
@@ -216,7 +227,7 @@ def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
     ax.set_title("Mean score by mode")
     fig.tight_layout()
     path = out / "modes.png"
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
     plt.close(fig)
     written.append(path)
 
@@ -232,7 +243,7 @@ def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
         ax.set_xlabel("Refine − Plan-first (95% CI)")
         fig.tight_layout()
         path = out / "delta.png"
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path)
         plt.close(fig)
         written.append(path)
     return written
@@ -261,7 +272,7 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
     write_text_atomic(paths["markdown"], md)
     flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in table]
-    pd.DataFrame(flat).to_csv(paths["csv"], index=False)
+    write_text_atomic(paths["csv"], pd.DataFrame(flat).to_csv(index=False))
     images = plots(table, folder)
     body = pd.DataFrame(flat).to_html(index=False, float_format=lambda v: f"{v:.3f}")
     figures = "".join(f'<p><img src="{p.name}" alt="{p.stem}"></p>' for p in images)
