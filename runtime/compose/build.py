@@ -92,6 +92,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     note = self_review_note(config, modes, strategies or [config.strategy], judge)
     if note:
         say(note)
+    check_ranges(specs)
     try:
         for spec in specs.values():
             check_credentials(spec)
@@ -255,6 +256,18 @@ def check_priced(config: RunConfig, specs: dict[str, ModelSpec]) -> None:
         raise UsageError(f"--max-cost {config.max_cost:g}: no price known for {roles}; give one "
                          f"with --price {models[0]}=IN/OUT (USD per million tokens; =0/0 if it is "
                          "free) or prices: in the config")
+
+
+def check_ranges(specs: dict[str, ModelSpec]) -> None:
+    """Each role's temperature and answer budget within its provider's documented range
+    (``runtime.llm.param_ranges``), before anything starts."""
+    from runtime.llm.param_ranges import range_problems
+
+    for role, spec in specs.items():
+        problems = range_problems(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens)
+        if problems:
+            raise UsageError(f"--{role.replace('_', '-')} {spec.model}: {'; '.join(problems)}; "
+                             "give --temperature / --max-tokens within it (nothing was written)")
 
 
 def episode_limits(config: RunConfig):
