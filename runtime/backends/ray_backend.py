@@ -113,12 +113,36 @@ def start_local(cpus: int) -> None:
     """A local Ray instance with ``cpus`` CPUs, watched so no process of it outlives this one."""
     if ray.is_initialized():
         return
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # loopback only; no token file written
+    token_auth()
     reaper = ray_reaper.start()
     _SESSION["reaper"] = reaper
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False,
              object_store_memory=OBJECT_STORE_BYTES)
     atexit.register(stop_local)
+
+
+def token_auth() -> bool:
+    """Ray's token authentication for the local instance: its servers listen on every interface
+    (Ray binds its gRPC servers to all of them; no setting of Ray 2.x keeps them on loopback), so
+    without it anyone who reaches this machine could run code on it (the class of
+    CVE-2023-48022). A fresh random token per process, in the environment Ray's processes
+    inherit — never written to a file. A ``RAY_AUTH_MODE`` the user set is left as it is.
+    Returns whether token authentication is on."""
+    import secrets
+
+    if os.environ.get("RAY_AUTH_MODE"):
+        return os.environ["RAY_AUTH_MODE"].lower() == "token"
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    try:  # Ray reads both once, at import: refresh them as Ray's own token set-up does
+        import importlib
+
+        raylet = importlib.import_module("ray._raylet")
+        raylet.Config.initialize("")
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError):
+        pass
+    return True
 
 
 def stop_local() -> None:
