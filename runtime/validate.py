@@ -86,6 +86,9 @@ def parser() -> argparse.ArgumentParser:
                    help="run episodes in threads of this process (default) or on Ray workers")
     p.add_argument("--ray-address", help="with --backend ray: join this Ray cluster ('auto' or "
                    "host:port); default: start a local Ray instance")
+    p.add_argument("--ray-port-range", metavar="LOW-HIGH",
+                   help="with --backend ray and no --ray-address: every port the local Ray "
+                   "instance listens on in this range (at least 26 ports), e.g. 20000-20099")
     p.add_argument("--ray-workers", type=int,
                    help="with --backend ray: worker processes (default: one per CPU)")
     p.add_argument("--allow-changed-settings", action="store_true", default=None,

@@ -38,6 +38,7 @@ import asyncio
 import atexit
 import math
 import os
+import subprocess
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -72,7 +73,7 @@ ACCEPTED_ADDRESS = ("accepted: 'auto' or host:port of a running cluster, or no a
                     "local instance")
 
 
-def ensure_ray(address: str | None, workers: int | None) -> None:
+def ensure_ray(address: str | None, workers: int | None, port_range: str | None = None) -> None:
     """Join ``address`` or start a local instance (once per process)."""
     if ray is None:
         raise UsageError("--backend ray needs Ray: pip install -e '.[ray]' (or pip install ray)")
@@ -90,7 +91,7 @@ def ensure_ray(address: str | None, workers: int | None) -> None:
             raise UsageError(f"--ray-address {address!r}: cannot join a Ray cluster there "
                              f"({' '.join(str(exc).split())[:200]}); {accepted}") from exc
         return
-    start_local(workers or os.cpu_count() or 1)
+    start_local(workers or os.cpu_count() or 1, port_range)
 
 
 def reachable(address: str, accepted: str, timeout_s: float = 5.0) -> None:
@@ -109,16 +110,27 @@ def reachable(address: str, accepted: str, timeout_s: float = 5.0) -> None:
                          f"{accepted}") from exc
 
 
-def start_local(cpus: int) -> None:
-    """A local Ray instance with ``cpus`` CPUs, watched so no process of it outlives this one."""
+def start_local(cpus: int, port_range: str | None = None) -> None:
+    """A local Ray instance with ``cpus`` CPUs, watched so no process of it outlives this one;
+    ``port_range`` ``"LOW-HIGH"``: every port it listens on in that range
+    (``runtime.backends.ray_ports``)."""
     if ray.is_initialized():
         return
     token_auth()
     reaper = ray_reaper.start()
     _SESSION["reaper"] = reaper
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             object_store_memory=OBJECT_STORE_BYTES)
     atexit.register(stop_local)
+    common = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    if port_range:
+        from runtime.backends import ray_ports
+
+        try:
+            address = ray_ports.start_head(ray_ports.parse_range(port_range), cpus, OBJECT_STORE_BYTES)
+        except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as exc:
+            raise UsageError(f"--ray-port-range {port_range}: {exc}") from None
+        ray.init(address=address, **common)
+        return
+    ray.init(num_cpus=cpus, object_store_memory=OBJECT_STORE_BYTES, **common)
 
 
 def token_auth() -> bool:
@@ -317,7 +329,7 @@ def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None,
     cache_path = str(cache.path) if cache is not None and getattr(cache, "path", None) else None
 
     def open_executor(spec: RunSpec, pending: int) -> ray_workers.RayExecutor:
-        ensure_ray(config.ray_address, config.ray_workers)
+        ensure_ray(config.ray_address, config.ray_workers, config.ray_port_range)
         workers = min(workers_for(config), pending)
         cpus_each = ray_workers.placement(workers)
         pinned = _driver_node()
