@@ -64,7 +64,11 @@ def test_a_client_without_the_token_is_refused(tmp_path):
     driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     try:
-        info = json.loads(driver.stdout.readline())
+        line = ""
+        while not line.startswith("{"):  # Ray may say something of its own first
+            line = driver.stdout.readline()
+            assert line, "the driver ended before it said where its instance is"
+        info = json.loads(line)
         print("listening:", info["listening"])
         assert info["mode"] == "token"
         assert info["token_file"] == token_file_before, "the token is never written to a file"

@@ -124,13 +124,18 @@ def start_local(cpus: int, port_range: str | None = None) -> None:
     if port_range:
         from runtime.backends import ray_ports
 
+        import tempfile
+
+        _SESSION["temp_dir"] = tempfile.mkdtemp(prefix="evr-ray-")  # short: Ray's socket paths
         try:
-            address = ray_ports.start_head(ray_ports.parse_range(port_range), cpus, OBJECT_STORE_BYTES)
+            address = ray_ports.start_head(ray_ports.parse_range(port_range), cpus,
+                                           OBJECT_STORE_BYTES, _SESSION["temp_dir"])
         except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as exc:
             raise UsageError(f"--ray-port-range {port_range}: {exc}") from None
         ray.init(address=address, **common)
         return
-    ray.init(num_cpus=cpus, object_store_memory=OBJECT_STORE_BYTES, **common)
+    # "local": a new instance, never one another program on this machine started
+    ray.init(address="local", num_cpus=cpus, object_store_memory=OBJECT_STORE_BYTES, **common)
 
 
 def token_auth() -> bool:
@@ -163,6 +168,11 @@ def stop_local() -> None:
     reaper = _SESSION.pop("reaper", None)
     if reaper is not None:
         ray_reaper.stop(reaper)
+    temp_dir = _SESSION.pop("temp_dir", None)
+    if temp_dir is not None:
+        import shutil
+
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _driver_node() -> dict[str, Any]:

@@ -28,11 +28,13 @@ def head_command(port_range: tuple[int, int], cpus: int, object_store_bytes: int
             f"--min-worker-port={lo + len(FIXED) + 3}", f"--max-worker-port={hi}"]
 
 
-def start_head(port_range: tuple[int, int], cpus: int, object_store_bytes: int) -> str:
-    """Start the head on ``port_range``; returns the address to join. ``RuntimeError`` with
-    Ray's last words when it cannot (a port in use, ...)."""
-    done = subprocess.run(head_command(port_range, cpus, object_store_bytes), env=dict(os.environ),
-                          capture_output=True, text=True, timeout=300)
+def start_head(port_range: tuple[int, int], cpus: int, object_store_bytes: int, temp_dir: str) -> str:
+    """Start the head on ``port_range``; returns the address to join. ``temp_dir``: a folder of
+    this run's own, so the instance is not announced in ``/tmp/ray/ray_current_cluster``, where
+    any other local ``ray.init()`` on the machine would find and join it. ``RuntimeError`` with
+    Ray's last words when it cannot start (a port in use, ...)."""
+    command = [*head_command(port_range, cpus, object_store_bytes), f"--temp-dir={temp_dir}"]
+    done = subprocess.run(command, env=dict(os.environ), capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         last = " ".join((done.stderr or done.stdout).strip().splitlines()[-1:])[:300]
         raise RuntimeError(f"ray start failed on ports {port_range[0]}-{port_range[1]}: {last}")
