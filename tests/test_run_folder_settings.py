@@ -74,3 +74,25 @@ def test_a_folder_holding_two_domains_is_summarized_and_reported_per_domain(tmp_
     rows = [line for line in md.splitlines() if line.startswith("| tau2")]
     assert any(line.startswith("| tau2/airline | scripted/roles |") for line in rows), md
     assert any(line.startswith("| tau2/retail | scripted/roles |") for line in rows), md
+
+
+def test_records_that_cannot_be_read_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    """A records file the process may not read (as root no file mode stops a read, so the
+    refusal is injected at the open)."""
+    import builtins
+
+    out = tmp_path / "run"
+    assert _run(out) == 0
+    capsys.readouterr()
+    real_open = builtins.open
+    target = str(out / "records.jsonl")
+
+    def refusing(file, mode="r", *args, **kwargs):
+        if str(file) == target and "r" in mode:
+            raise PermissionError(13, "Permission denied", target)
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", refusing)
+    assert _run(out) == 2
+    line = _error_line(capsys)
+    assert f"{target}: cannot be read (Permission denied)" in line, line

@@ -42,7 +42,12 @@ def record_changes(store: RunStore, spec, identity: dict[str, Any],
     """How the records this invocation would resume (same environment, domain, tested model,
     mode and strategy; any run id) were made otherwise than ``identity`` says."""
     arms = {_arm(k) for k in spec.keys()}
-    others = Counter(r.fingerprint for r in store.records()
+    try:
+        records = store.records()
+    except OSError as exc:
+        raise UsageError(f"{store.records_path}: cannot be read ({exc.strerror or exc}); fix its "
+                         "permissions or give another --out folder (nothing was written)") from exc
+    others = Counter(r.fingerprint for r in records
                      if r.fingerprint and r.fingerprint != identity["id"] and _arm(r.key) in arms)
     known = known_settings(info)
     changes: list[str] = []
