@@ -11,7 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from runtime.cli import signals
 from runtime.cli.args import command_parser
+from runtime.folder.durable import WRITE_FAILED, WriteFailed
 from runtime.folder.scrub import protect_console
 from runtime.folder.store import RECORDS
 
@@ -33,6 +35,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     protect_console()
+    signals.install()
     if not (args.run / RECORDS).is_file():
         what = "it does not exist" if not args.run.exists() else "it has no records.jsonl"
         print(f"error: {args.run} is not a run folder: {what} (no records.jsonl); give a folder "
@@ -42,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --apb-out {args.apb_out}: {problem}; give a file path in a writable folder "
               "(nothing was written)", file=sys.stderr)
         return 2
-    from runtime.reports import apb_export
-    from runtime.reports.report import build
-
     try:
+        from runtime.reports import apb_export
+        from runtime.reports.report import build
+
         from runtime.folder.store import RunStore
 
         store = RunStore(args.run)
@@ -61,9 +64,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"warning: {missing} of {len(rows)} exported plans have no tool schemas or "
                       "reference plan (the run was made before the judge's inputs were kept); "
                       "APB's judge would see no tools for them", file=sys.stderr)
+    except WriteFailed as exc:
+        print(f"error: {exc}; the files written before are whole (nothing partial was left)",
+              file=sys.stderr)
+        return WRITE_FAILED
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        print(f"{signals.word(exc)}: the report was not finished; each file it wrote is whole "
+              "(old or new); run the same command again", file=sys.stderr)
+        return signals.exit_code(exc)
     print("\n".join(f"{k}: {v}" for k, v in paths.items()))
     return 0
 

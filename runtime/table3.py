@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.markup import escape
 
 from runtime.compose import config as cfg
-from runtime.cli.args import add_budget_options, command_parser
+from runtime.cli.args import add_budget_options, add_folder_options, command_parser
 from runtime.cli.lifecycle import error_rate_exit, execute, finished_records, guarded, report_line
 from runtime.compose.config import ENV_NAMES, RunConfig, RunSettings, UsageError
 from runtime.llm.roles import ROLES, resolve
@@ -277,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target-mde", type=float, metavar="DELTA",
                         help="choose the trials so Refine − Plan-first can detect this Δ (80%% power, α 0.05)")
     add_budget_options(parser)
+    add_folder_options(parser)
     args = parser.parse_args(argv)
     from rich.console import Console
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from envs.registry import SANDBOXES, names
 from runtime.compose import config as cfg
-from runtime.cli.args import add_budget_options, command_parser
+from runtime.cli.args import add_budget_options, add_folder_options, command_parser
 from runtime.cli.lifecycle import guarded
 from runtime.compose.config import RunConfig, UsageError
 from runtime.compose.preflight import refuse_early
@@ -103,6 +103,9 @@ def parser() -> argparse.ArgumentParser:
                    help="run episodes in threads of this process (default) or on Ray workers")
     p.add_argument("--ray-address", help="with --backend ray: join this Ray cluster ('auto' or "
                    "host:port); default: start a local Ray instance")
+    p.add_argument("--ray-port-range", metavar="LOW-HIGH",
+                   help="with --backend ray and no --ray-address: every port the local Ray "
+                   "instance listens on in this range (at least 26 ports), e.g. 20000-20099")
     p.add_argument("--ray-workers", type=int,
                    help="with --backend ray: worker processes (default: one per CPU)")
     p.add_argument("--allow-changed-settings", action="store_true", default=None,
@@ -119,6 +122,7 @@ def parser() -> argparse.ArgumentParser:
                    "call no model and write nothing")
     p.add_argument("--target-mde", type=float, metavar="DELTA",
                    help="choose --trials so Refine − Plan-first can detect this Δ (80%% power, α 0.05)")
+    add_folder_options(p)
     p.add_argument("--episode-max-tokens", type=int,
                    help="tokens one episode may use; past it the episode ends unfinished")
     p.add_argument("--episode-max-cost", type=float, metavar="USD",

@@ -24,7 +24,7 @@ def _quiet_loguru():
     yield
 
 
-VOLATILE = ("timings_s", "started_at", "finished_at", "reused", "usage", "fingerprint")
+VOLATILE = ("timings_s", "started_at", "finished_at", "reused", "usage", "fingerprint", "digest")
 """Timing, and which of two concurrent modes happened to make the shared p0 (and so paid for
 it): both vary between two runs of the same backend too; and the settings fingerprint, which
 holds the endpoint's address (each run's loopback proxy listens on a port of its own)."""

@@ -38,6 +38,7 @@ import asyncio
 import atexit
 import math
 import os
+import subprocess
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -72,7 +73,7 @@ ACCEPTED_ADDRESS = ("accepted: 'auto' or host:port of a running cluster, or no a
                     "local instance")
 
 
-def ensure_ray(address: str | None, workers: int | None) -> None:
+def ensure_ray(address: str | None, workers: int | None, port_range: str | None = None) -> None:
     """Join ``address`` or start a local instance (once per process)."""
     if ray is None:
         raise UsageError("--backend ray needs Ray: pip install -e '.[ray]' (or pip install ray)")
@@ -90,7 +91,7 @@ def ensure_ray(address: str | None, workers: int | None) -> None:
             raise UsageError(f"--ray-address {address!r}: cannot join a Ray cluster there "
                              f"({' '.join(str(exc).split())[:200]}); {accepted}") from exc
         return
-    start_local(workers or os.cpu_count() or 1)
+    start_local(workers or os.cpu_count() or 1, port_range)
 
 
 def reachable(address: str, accepted: str, timeout_s: float = 5.0) -> None:
@@ -109,16 +110,56 @@ def reachable(address: str, accepted: str, timeout_s: float = 5.0) -> None:
                          f"{accepted}") from exc
 
 
-def start_local(cpus: int) -> None:
-    """A local Ray instance with ``cpus`` CPUs, watched so no process of it outlives this one."""
+def start_local(cpus: int, port_range: str | None = None) -> None:
+    """A local Ray instance with ``cpus`` CPUs, watched so no process of it outlives this one;
+    ``port_range`` ``"LOW-HIGH"``: every port it listens on in that range
+    (``runtime.backends.ray_ports``)."""
     if ray.is_initialized():
         return
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # loopback only; no token file written
+    token_auth()
     reaper = ray_reaper.start()
     _SESSION["reaper"] = reaper
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             object_store_memory=OBJECT_STORE_BYTES)
     atexit.register(stop_local)
+    common = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    if port_range:
+        from runtime.backends import ray_ports
+
+        import tempfile
+
+        _SESSION["temp_dir"] = tempfile.mkdtemp(prefix="evr-ray-")  # short: Ray's socket paths
+        try:
+            address = ray_ports.start_head(ray_ports.parse_range(port_range), cpus,
+                                           OBJECT_STORE_BYTES, _SESSION["temp_dir"])
+        except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as exc:
+            raise UsageError(f"--ray-port-range {port_range}: {exc}") from None
+        ray.init(address=address, **common)
+        return
+    # "local": a new instance, never one another program on this machine started
+    ray.init(address="local", num_cpus=cpus, object_store_memory=OBJECT_STORE_BYTES, **common)
+
+
+def token_auth() -> bool:
+    """Ray's token authentication for the local instance: its servers listen on every interface
+    (Ray binds its gRPC servers to all of them; no setting of Ray 2.x keeps them on loopback), so
+    without it anyone who reaches this machine could run code on it (the class of
+    CVE-2023-48022). A fresh random token per process, in the environment Ray's processes
+    inherit — never written to a file. A ``RAY_AUTH_MODE`` the user set is left as it is.
+    Returns whether token authentication is on."""
+    import secrets
+
+    if os.environ.get("RAY_AUTH_MODE"):
+        return os.environ["RAY_AUTH_MODE"].lower() == "token"
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    try:  # Ray reads both once, at import: refresh them as Ray's own token set-up does
+        import importlib
+
+        raylet = importlib.import_module("ray._raylet")
+        raylet.Config.initialize("")
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError):
+        pass
+    return True
 
 
 def stop_local() -> None:
@@ -127,6 +168,11 @@ def stop_local() -> None:
     reaper = _SESSION.pop("reaper", None)
     if reaper is not None:
         ray_reaper.stop(reaper)
+    temp_dir = _SESSION.pop("temp_dir", None)
+    if temp_dir is not None:
+        import shutil
+
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _driver_node() -> dict[str, Any]:
@@ -186,9 +232,9 @@ class CacheService:
     """Owns the response cache's SQLite file on the driver's node."""
 
     def __init__(self, path: str):
-        from runtime.llm.layer import ResponseCache
+        from runtime.llm.guarded_cache import GuardedCache
 
-        self.cache = ResponseCache(Path(path))
+        self.cache = GuardedCache(Path(path))
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self.cache.get(key)
@@ -293,7 +339,7 @@ def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None,
     cache_path = str(cache.path) if cache is not None and getattr(cache, "path", None) else None
 
     def open_executor(spec: RunSpec, pending: int) -> ray_workers.RayExecutor:
-        ensure_ray(config.ray_address, config.ray_workers)
+        ensure_ray(config.ray_address, config.ray_workers, config.ray_port_range)
         workers = min(workers_for(config), pending)
         cpus_each = ray_workers.placement(workers)
         pinned = _driver_node()

@@ -36,3 +36,13 @@ def add_budget_options(p: argparse.ArgumentParser) -> None:
                    "price (repeatable; MODEL=0/0: free)")
     p.add_argument("--no-report", action="store_true", default=None,
                    help="do not write the report and episode explorer at the end")
+
+
+def add_folder_options(p: argparse.ArgumentParser) -> None:
+    """The run folder's options (``runtime.folder.lock``, the response cache), shared with table3."""
+    p.add_argument("--wait-for-lock", type=float, metavar="SECONDS",
+                   help="wait this long for another run writing the same --out folder to end "
+                   "(default: refuse at once, exit 2)")
+    p.add_argument("--unwritable-cache", choices=["refuse", "off"],
+                   help="a response cache that cannot be written: refuse before the first episode "
+                   "(default) or run without it after one warning")

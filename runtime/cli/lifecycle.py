@@ -4,8 +4,10 @@ end-of-run summary. ``validate``, ``ablate`` and ``table3`` share it so they can
 
 Exit codes: 0 done; 2 bad input, a missing key or rejected credentials; 3 the run stopped on an
 endpoint that stays unreachable, or finished with more errored episodes than
-``--max-error-rate`` allows; 4 the run stopped at its ``--max-cost`` (resumable); 130
-interrupted. Everything printed passes ``runtime.folder.scrub``; text that is not ours (error messages,
+``--max-error-rate`` allows; 4 the run stopped at its ``--max-cost`` (resumable); 5 a file of
+the run folder or its cache could not be written (disk full, a file-size limit, a read-only
+file system: nothing partial is left, the same command resumes once there is room); 130
+interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM). Everything printed passes ``runtime.folder.scrub``; text that is not ours (error messages,
 task ids) is markup-escaped before rich prints it.
 """
 
@@ -19,6 +21,8 @@ from rich.markup import escape
 
 from envs.base import EnvError
 from runtime.compose.config import UsageError
+from runtime.cli import signals
+from runtime.folder.durable import WRITE_FAILED, WriteFailed
 from runtime.folder.scrub import protect_console, scrub
 
 if TYPE_CHECKING:  # the parts that run episodes are imported when a run starts, not to parse
@@ -43,14 +47,22 @@ def guarded(body: Callable[[], int]) -> int:
     like Ctrl-C during them, one line and exit 130 (started containers go at exit). Its stdout
     and stderr are scrubbed of secrets first."""
     protect_console()
+    signals.install()
     try:
         return body()
     except (UsageError, EnvError) as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
-        return 130
+    except WriteFailed as exc:
+        return write_failed(exc)
+    except KeyboardInterrupt as exc:
+        return interrupted(exc)
+
+
+def interrupted(exc: KeyboardInterrupt) -> int:
+    """One line for Ctrl-C (exit 130) or SIGTERM (exit 143)."""
+    print(INTERRUPTED.replace("interrupted", signals.word(exc), 1), file=sys.stderr)
+    return signals.exit_code(exc)
 
 
 def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) -> int:
@@ -71,16 +83,39 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) ->
         print(f"stopped: {scrub(exc.describe())}", file=sys.stderr)
         return BUDGET_SPENT
     except RunStopped as exc:
-        close_environments(runs)
+        with signals.held():
+            close_environments(runs)
+            save_summaries(runs)
         print(f"error: run stopped: {scrub(str(exc))}; finished records are saved, and the same "
               "command resumes once this is fixed", file=sys.stderr)
         return 2 if exc.cause.credentials else TOO_MANY_ERRORS
-    except KeyboardInterrupt:
-        close_environments(runs)
-        print(INTERRUPTED, file=sys.stderr)
-        return 130
+    except WriteFailed as exc:
+        with signals.held():
+            close_environments(runs)
+            save_summaries(runs)
+        return write_failed(exc)
+    except KeyboardInterrupt as exc:
+        with signals.held():
+            close_environments(runs)
+            save_summaries(runs)  # summary.json true to the records, not stale until a resume
+            return interrupted(exc)
     finally:
         close_environments(runs)
+        release_folders(runs)
+
+
+def write_failed(exc: WriteFailed) -> int:
+    print(f"error: {scrub(str(exc))}; finished records are saved (nothing partial was left); "
+          "make room (or raise the limit) and the same command resumes", file=sys.stderr)
+    return WRITE_FAILED
+
+
+def release_folders(runs: Sequence[Run]) -> None:
+    """Let go of each run folder's writer lock (``runtime.folder.lock``)."""
+    from runtime.folder import lock
+
+    for run in runs:
+        lock.release(run.out)
 
 
 def close_environments(runs: Sequence[Run]) -> None:
@@ -144,17 +179,42 @@ def finished_records(run: Run) -> list[EpisodeRecord]:
     return [r for r in run.store.records() if r.record_id in wanted]
 
 
-def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
-    """Write ``summary.json`` for the run and print it; returns the run's records."""
+def summary_of(run: Run) -> tuple[dict, list[EpisodeRecord]]:
+    """The run's ``summary.json`` content from the records, and its records."""
     from runtime.reports import summary
+    from runtime.reports.groups import describe
 
     records = finished_records(run)
     spec, config = run.spec, run.config
     result = summary.summarize(records)
-    result.update({"run_id": spec.run_id, "env": config.env, "domain": spec.domain,
-                   "models": run.models, "embedded_default": run.embedded})
+    # env, domain and models as the records say (not this invocation's options); ``groups``:
+    # every record of the folder by env, domain and fingerprint
+    result.update({"run_id": spec.run_id, **describe(records, run.out),
+                   "folder": describe(run.store.records(), run.out)["groups"],
+                   "embedded_default": run.embedded})
+    if not records:  # nothing recorded yet: what was asked
+        result.update(env=config.env, domain=spec.domain)
     if run.embedded:
         result["note"] = EMBEDDED_NOTE
+    return result, records
+
+
+def save_summaries(runs: Sequence[Run]) -> None:
+    """``summary.json`` of each run as its records stand, without printing (a run that stops
+    early); a summary that cannot be written is left as it was (the records are what count)."""
+    for run in runs:
+        try:
+            run.store.write_summary(summary_of(run)[0])
+        except Exception:  # noqa: BLE001 - the line saying why the run stopped matters more
+            pass
+
+
+def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
+    """Write ``summary.json`` for the run and print it; returns the run's records."""
+    from runtime.reports import summary
+
+    result, records = summary_of(run)
+    spec, config = run.spec, run.config
     run.store.write_summary(result)
     summary.print_summary(result, console, title=f"{config.env}/{spec.domain} — {spec.tested_model}")
     if run.embedded:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from runtime.compose import fingerprint
+from runtime.compose.opening import FolderOpening, open_cache, record_changes, run_info
 from runtime.compose.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
 from runtime.episode.services import Services, planner_factory, register_providers
 from runtime.episode.spec import RunSpec, check_size
@@ -72,8 +73,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     from critique.strategies import resolve
     from envs import EnvError, get_environment, registry
     from envs.catalogue import unknown_domain
-    from runtime.llm.layer import (ModelConfigError, ModelLayer, ResponseCache, check_credentials,
-                                    check_provider)
+    from runtime.llm.guarded_cache import GuardedCache
+    from runtime.llm.layer import ModelConfigError, ModelLayer, check_credentials, check_provider
 
     modes = modes or config.modes
     run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
@@ -91,6 +92,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     note = self_review_note(config, modes, strategies or [config.strategy], judge)
     if note:
         say(note)
+    check_ranges(specs)
     try:
         for spec in specs.values():
             check_credentials(spec)
@@ -133,16 +135,25 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
 
         reachable(config.ray_address, ACCEPTED_ADDRESS)
     identity = fingerprint.fingerprint(spec, config.env)
-    changed = fingerprint.changed_settings(fingerprint.previous(out, identity["scope"]), identity)
-    if changed and not config.allow_changed_settings:
-        raise UsageError(f"{out} holds run {run_id} made with other settings: {'; '.join(changed)}; "
-                         "give a new --out folder, or --allow-changed-settings to mix both in this "
-                         "one (nothing was written)")
-    spec = spec.model_copy(update={"fingerprint": identity["id"]})
-    store = open_folder(out, "--out", RunStore)
-    cache = None
-    if not config.no_cache:
-        cache = open_folder(cache_dir, "--cache-dir", lambda d: ResponseCache(d / "responses.sqlite"))
+    opening = FolderOpening(out)
+    try:
+        store = open_folder(out, "--out", RunStore)
+        opening.lock(config.wait_for_lock)  # one writer: what follows reads a settled folder
+        info = run_info(out)
+        changed = fingerprint.changed_settings(fingerprint.previous(out, identity["scope"]), identity)
+        changed += [c for c in record_changes(store, spec, identity, info) if c not in changed]
+        if changed and not config.allow_changed_settings:
+            raise UsageError(f"{out} holds run {run_id} made with other settings: {'; '.join(changed)}; "
+                             "give a new --out folder, or --allow-changed-settings to mix both in "
+                             "this one (nothing was written)")
+        spec = spec.model_copy(update={"fingerprint": identity["id"]})
+        cache = None
+        if not config.no_cache:
+            cache = open_cache(cache_dir, config.unwritable_cache,
+                               lambda d: GuardedCache(d / "responses.sqlite"), say, open_folder)
+    except BaseException:
+        opening.undo()
+        raise
     log_to(out)
     from runtime.folder.scrub import scrub
 
@@ -154,7 +165,18 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         layer.limiter = LocalLimiter(config.model_concurrency)
     services = Services(env=env, layer=layer, make_planner=make_planner)
     run = Run(config=config, spec=spec, services=services, store=store, embedded=embedded)
-    store.note_invocation({
+    try:
+        note_invocation(run, identity, changed, task_ids)
+    except BaseException:
+        opening.undo()
+        raise
+    return run
+
+
+def note_invocation(run: Run, identity: dict, changed: list[str], task_ids: list[str]) -> None:
+    """Add this invocation to ``run.json``: the config, what ran, and the fingerprint."""
+    config, spec = run.config, run.spec
+    run.store.note_invocation({
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "config": config.model_dump(mode="json"),
         # What ran: a command's own choices (ablate's two modes, table3's per-cell modes, the
@@ -166,7 +188,6 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         "fingerprint": identity,
         **({"allow_changed_settings": True, "changed_settings": changed} if changed else {}),
     })
-    return run
 
 
 def recorded_modes(config: RunConfig, modes: list[str]) -> RunConfig:
@@ -235,6 +256,18 @@ def check_priced(config: RunConfig, specs: dict[str, ModelSpec]) -> None:
         raise UsageError(f"--max-cost {config.max_cost:g}: no price known for {roles}; give one "
                          f"with --price {models[0]}=IN/OUT (USD per million tokens; =0/0 if it is "
                          "free) or prices: in the config")
+
+
+def check_ranges(specs: dict[str, ModelSpec]) -> None:
+    """Each role's temperature and answer budget within its provider's documented range
+    (``runtime.llm.param_ranges``), before anything starts."""
+    from runtime.llm.param_ranges import range_problems
+
+    for role, spec in specs.items():
+        problems = range_problems(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens)
+        if problems:
+            raise UsageError(f"--{role.replace('_', '-')} {spec.model}: {'; '.join(problems)}; "
+                             "give --temperature / --max-tokens within it (nothing was written)")
 
 
 def episode_limits(config: RunConfig):

@@ -35,6 +35,27 @@ keeps the whole run to minutes where airline's 5,000-token policy would take mos
 The plan judge is off (``--judge`` turns it on): its prompts carry the whole supervision and
 cost about a third of the run (``bench/RESULTS.md``)."""
 
+RAY_FIXED_PORTS = ("--port", "--node-manager-port", "--object-manager-port",
+                   "--runtime-env-agent-port", "--dashboard-agent-grpc-port",
+                   "--dashboard-agent-listen-port", "--metrics-export-port")
+"""The local Ray head's servers, on the first ports of ``ray_port_range`` (workers take the rest
+after a gap of three: ``runtime.backends.ray_ports``)."""
+RAY_PORTS_AT_LEAST = len(RAY_FIXED_PORTS) + 3 + 16
+
+
+def parse_port_range(text: str) -> tuple[int, int]:
+    """``"LOW-HIGH"`` → (LOW, HIGH); ``ValueError`` saying what is accepted."""
+    accepted = (f"give LOW-HIGH with 1024 <= LOW, HIGH <= 65535 and at least "
+                f"{RAY_PORTS_AT_LEAST} ports, e.g. 20000-20099")
+    low, sep, high = str(text).partition("-")
+    if not sep or not low.strip().isdigit() or not high.strip().isdigit():
+        raise ValueError(f"{text!r} is not a port range; {accepted}")
+    lo, hi = int(low), int(high)
+    if not (1024 <= lo < hi <= 65535) or hi - lo + 1 < RAY_PORTS_AT_LEAST:
+        raise ValueError(f"{text!r} is not a usable port range; {accepted}")
+    return lo, hi
+
+
 class RunSettings(BaseModel):
     """The settings every run shares, whichever command makes it (``validate``, ``ablate``, each
     cell of ``table3``): models and endpoints, sampling, trials, concurrency, limits, where env
@@ -87,6 +108,10 @@ class RunSettings(BaseModel):
     ray_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Ray episode workers (one process each); "
         "default: one per CPU of the Ray instance.")
+    ray_port_range: str | None = Field(
+        default=None, description="With a local Ray instance: every port it listens on in "
+        "LOW-HIGH (at least 26 ports), e.g. 20000-20099, for a firewall rule to name; default: "
+        "ports Ray picks.")
     allow_changed_settings: bool = Field(
         default=False, description="Resume a run folder even though settings that change "
         "episodes (models, endpoints, temperature, seed, step limit, strategies, planner, ...) "
@@ -116,6 +141,12 @@ class RunSettings(BaseModel):
         "{input, output}, for models litellm does not price (0/0: free).")
     no_report: bool = Field(default=False, description="Do not write the report and episode "
                             "explorer at the end of the run.")
+    wait_for_lock: float | None = Field(
+        default=None, ge=0, description="Seconds to wait for another run writing the same run "
+        "folder to end (default: refuse at once, exit 2; runtime.folder.lock).")
+    unwritable_cache: Literal["refuse", "off"] = Field(
+        default="refuse", description="A response cache that cannot be written: refuse the run "
+        "before the first episode (default), or run without a cache after one warning.")
 
     @field_validator("prices", mode="before")
     @classmethod
@@ -134,6 +165,13 @@ class RunSettings(BaseModel):
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must not be empty; leave the option out to use the default")
+        return value
+
+    @field_validator("ray_port_range")
+    @classmethod
+    def _a_port_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_port_range(value)
         return value
 
     @field_validator("api_base", "critic_api_base", "user_api_base")

@@ -103,3 +103,7 @@ class EpisodeRecord(BaseModel):
         "holds them, runtime.compose.fingerprint); absent in records written before fingerprints.")
     started_at: str
     finished_at: str
+    digest: str | None = Field(
+        default=None, description="SHA-256 of the record's canonical JSON without this field "
+        "(runtime.folder.integrity), set when the line is written; absent in records written "
+        "before digests.")

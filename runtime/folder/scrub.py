@@ -142,5 +142,8 @@ class ScrubbedFileSink:
         self._lock = threading.Lock()
 
     def write(self, message: str) -> None:
-        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(scrub(str(message)))
+        try:
+            with self._lock, open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(scrub(str(message)))
+        except OSError:
+            pass  # a log line is no result: a full disk must not print tracebacks for it

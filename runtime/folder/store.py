@@ -15,6 +15,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from runtime.folder import integrity
+from runtime.folder.integrity import sealed_line
+from runtime.folder.durable import WriteFailed, append_whole, replace_whole
 from runtime.folder.records import EpisodeRecord
 from runtime.folder.scrub import scrub, scrub_data
 
@@ -26,18 +29,20 @@ RUN_INFO = "run.json"
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: a reader
     (or a run killed mid-write) sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteFailed(path.parent, exc) from exc
+    replace_whole(path, text, path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(scrub_data(json.loads(json.dumps(data, default=str))),
                                        indent=2, sort_keys=True))
+
+
+def _shown(numbers: list[int], most: int = 10) -> str:
+    return ", ".join(map(str, numbers[:most])) + (", …" if len(numbers) > most else "")
 
 
 class StoreError(ValueError):
@@ -77,15 +82,11 @@ class RunStore:
 
     # -- records -------------------------------------------------------------------------
     def append(self, record: EpisodeRecord) -> None:
-        line = scrub(record.model_dump_json()) + "\n"
+        line = sealed_line(scrub(record.model_dump_json())) + "\n"  # digest of what is written
         with self._append_lock:
-            if not self._tail_checked:
-                line = self._terminate_torn_tail() + line
-                self._tail_checked = True
-            with open(self.records_path, "a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tail = "" if self._tail_checked else self._terminate_torn_tail()
+            append_whole(self.records_path, (tail + line).encode("utf-8"))  # whole, or not at all
+            self._tail_checked = True
 
     def records(self) -> list[EpisodeRecord]:
         """Every record, later records for the same key superseding earlier ones."""
@@ -101,6 +102,8 @@ class RunStore:
         with its number in ``skipped``, never an error that stops the reader."""
         self.torn_lines = 0
         self.skipped: list[int] = []
+        self.altered: list[int] = []
+        """Line numbers of records that fail their digest (``runtime.folder.integrity``)."""
         if not self.records_path.exists():
             return
         with open(self.records_path, "rb") as fh:
@@ -108,18 +111,28 @@ class RunStore:
                 if not raw.strip():
                     continue
                 try:
-                    yield EpisodeRecord.model_validate_json(raw.decode("utf-8"))
+                    data = json.loads(raw.decode("utf-8"))
+                    if isinstance(data, dict) and integrity.problem(data):
+                        self.altered.append(number)
+                        continue
+                    yield EpisodeRecord.model_validate(data)
                 except ValueError:  # UnicodeDecodeError and pydantic's ValidationError included
                     self.torn_lines += 1
                     self.skipped.append(number)
 
     def skipped_note(self) -> str | None:
-        """One line naming the file and the line numbers the last read skipped, or None."""
-        if not self.torn_lines:
-            return None
-        shown = ", ".join(map(str, self.skipped[:10])) + (", …" if len(self.skipped) > 10 else "")
-        return (f"{self.torn_lines} unreadable line(s) in {self.records_path} skipped "
-                f"(line{'s' if len(self.skipped) > 1 else ''} {shown})")
+        """One line naming the file and the line numbers the last read skipped (unreadable, or
+        failing their digest), or None."""
+        notes = []
+        if self.torn_lines:
+            notes.append(f"{self.torn_lines} unreadable line(s) in {self.records_path} skipped "
+                         f"(line{'s' if len(self.skipped) > 1 else ''} {_shown(self.skipped)})")
+        altered = getattr(self, "altered", [])
+        if altered:
+            notes.append(f"{len(altered)} record(s) in {self.records_path} fail their integrity "
+                         f"check, edited or damaged since they were written, and do not count "
+                         f"(line{'s' if len(altered) > 1 else ''} {_shown(altered, 50)})")
+        return "; ".join(notes) or None
 
     # -- shared artifacts (opening request, p0) ------------------------------------------
     def artifact_path(self, kind: str, key: dict[str, Any]) -> Path:

@@ -61,7 +61,7 @@ def _mean(series: pd.Series) -> float | None:
 
 
 def write_table(table: pd.DataFrame, out: Path) -> None:
-    table.to_csv(out / "ablation.csv", index=False)
+    write_text_atomic(out / "ablation.csv", table.to_csv(index=False))
     lines = [
         "| strategy | n | errors | score | Δ vs plan-first [95% CI] | detectable | p | p Holm | sign p | "
         "Δ errors as 0 | judge CR p0 → p1 | judge grade p0 → p1 | E1–E6 rate p1 | guard fired | "

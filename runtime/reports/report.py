@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -43,19 +44,26 @@ from runtime.stats.verdict import verdict  # noqa: E402
 ARMS = ("direct", "plan-first", "refine")
 
 
-def rows(df: pd.DataFrame, published: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per environment × tested model × critique strategy (usually one strategy)."""
+def rows(df: pd.DataFrame, published: dict[str, Any], pooled: bool = False) -> list[dict[str, Any]]:
+    """One row per environment × domain × tested model × critique strategy (usually one
+    strategy); ``pooled``: one row over an environment's domains (a table3 cell draws its tasks
+    from its domains pooled, as the paper's table does). Each row's ``env`` says the domain when
+    the folder holds more than one."""
     out = []
     mixed = "fingerprint" in df and df["fingerprint"].nunique() > 1
-    by = ["env", "model", "fingerprint"] if mixed else ["env", "model"]
+    split = not pooled and "domain" in df and df["domain"].nunique() > 1  # never one mean over two domains
+    by = ["env", "model"] + (["domain"] if split else []) + (["fingerprint"] if mixed else [])
     for group, cell in df.groupby(by, sort=True):
         env, model = group[0], group[1]
         if mixed:  # never one mean over episodes made with different settings
-            model = f"{model} (settings {group[2]})"
+            model = f"{model} (settings {group[-1]})"
         strategies = sorted(set(cell.loc[cell["mode"] == "refine", "strategy"])) or [""]
         for strategy in strategies:
             part = cell[(cell["mode"] != "refine") | (cell["strategy"] == strategy)]
-            out.append(_row(env, model, strategy, part, published))
+            row = _row(env, model, strategy, part, published)
+            if split:
+                row.update(env=f"{env}/{group[2]}", domain=group[2])
+            out.append(row)
     return out
 
 
@@ -251,6 +259,16 @@ def _strategy_label(name: str) -> str:
     return STRATEGIES[name].label if name in STRATEGIES else (name or "–")
 
 
+def save_figure(fig, path: Path) -> None:
+    """A plot written whole or not at all (a temporary file renamed into place)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
     written = []
     if not table:
@@ -266,7 +284,7 @@ def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
     ax.set_title("Mean score by mode")
     fig.tight_layout()
     path = out / "modes.png"
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
     plt.close(fig)
     written.append(path)
 
@@ -282,7 +300,7 @@ def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
         ax.set_xlabel("Refine − Plan-first (95% CI)")
         fig.tight_layout()
         path = out / "delta.png"
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path)
         plt.close(fig)
         written.append(path)
     return written
@@ -298,7 +316,7 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
         raise ValueError(f"no records in {folder / 'records.jsonl'}")
     meta_path = folder / "table3.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
-    table = rows(frame(records), meta.get("published", {}))
+    table = rows(frame(records), meta.get("published", {}), pooled=bool(meta))
     title = title or f"Report: {meta.get('name', folder.name)}"
     df = frame(records)
     md = (markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
@@ -311,7 +329,7 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
     write_text_atomic(paths["markdown"], md)
     flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in table]
-    pd.DataFrame(flat).to_csv(paths["csv"], index=False)
+    write_text_atomic(paths["csv"], pd.DataFrame(flat).to_csv(index=False))
     images = plots(table, folder)
     body = pd.DataFrame(flat).to_html(index=False, float_format=lambda v: f"{v:.3f}")
     figures = "".join(f'<p><img src="{p.name}" alt="{p.stem}"></p>' for p in images)

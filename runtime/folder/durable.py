@@ -1,0 +1,72 @@
+"""Writes to a run folder that are whole or absent: a record line is appended in one ``write``
+and cut off again if the file system took only part of it (disk full, a file-size limit); a
+file written by rename leaves no temporary file behind when writing it fails. Either way the
+failure is a ``WriteFailed`` naming the file and the cause, for one line and exit 5
+(``runtime.cli.lifecycle``): what was written before stays readable, and the same command
+resumes once there is room.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+
+WRITE_FAILED = 5
+"""The exit code of a command that could not write a file it needed."""
+
+
+class WriteFailed(OSError):
+    """A file of the run folder (or its cache) could not be written; nothing partial was left."""
+
+    def __init__(self, path: Path | str, cause: BaseException):
+        why = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
+        super().__init__(getattr(cause, "errno", None), f"cannot write {path}: {why}")
+        self.path = Path(path)
+        self.why = why
+
+    def __str__(self) -> str:
+        return self.strerror or ""
+
+
+def append_whole(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` and fsync it, or leave ``path`` as it was."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            done = 0
+            while done < len(data):  # a file-size limit or a full disk takes part of it: the
+                written = os.write(fd, data[done:])  # next write says why
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                done += written
+            os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass  # nothing more can be done; readers skip a torn last line
+            raise WriteFailed(path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def replace_whole(path: Path, text: str, tmp: Path) -> None:
+    """Write ``text`` to ``tmp``, fsync it and rename it over ``path``; on failure ``tmp`` is
+    removed and ``path`` is untouched."""
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:  # a signal mid-write included: no temporary file stays
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+            raise WriteFailed(path, exc) from exc
+        raise
