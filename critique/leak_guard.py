@@ -35,6 +35,8 @@ from critique import leak_forms as forms
 from critique import values as vs
 from critique.guard_outcome import GuardOutcome, LeakFinding  # noqa: F401 - GuardOutcome re-exported
 from critique.number_words import any_word_value
+from critique.relevance import (CURRENCY, DERIVATIONS, STEP_BEFORE, UNIT_AFTER, UNIT_WORD, Relevance,
+                                about_the_plan, record_shaped)
 from envs.base import Supervision, TaskView, scalar_values
 from evrcore.plan import Plan
 
@@ -102,9 +104,11 @@ def _secret_readings(supervision: Supervision) -> dict[tuple[str, object], str]:
 
 class LeakGuard:
     def __init__(self, view: TaskView, supervision: Supervision, plan: Plan | None = None,
-                 min_sequence: int = 2):
+                 min_sequence: int = 2, derivations: tuple[str, ...] | None = DERIVATIONS):
         self.view = view
         self.supervision = supervision
+        self.relevance = None if derivations is None else Relevance(supervision, derivations)
+        """None: every unseen value is removed (the guard before relevance)."""
         steps = len(plan.tool_chain) if plan else 0
         structure = vs.PublicValues(frozenset(), frozenset(float(n) for n in range(steps + 2)) | frozenset(vs.GRADES),
                                     frozenset(), frozenset(), frozenset())
@@ -249,7 +253,7 @@ class LeakGuard:
     def _value_spans(self, tv: vs.TextValues) -> list[tuple[int, int]]:
         """The canonical spans to remove: each unexplained token's whole run, and every reading
         that covers it (a date, a number in words, a spelled stretch), merged."""
-        spans = []
+        spans, kept = [], []
         for i in self.unexplained_tokens(tv):
             first, last = tv.run_of(i)
             stretch = tv.whole(i)
@@ -258,8 +262,71 @@ class LeakGuard:
             for r in tv.readings:
                 if r.covers(i) and r.kind in ("date", "time", "number") and (r.last > r.first):
                     first, last = min(first, r.first), max(last, r.last)
+            if self.relevance is not None and not self._could_carry(tv, i, first, last):
+                kept.append(tv.span(first, last))
+                continue
             spans.append(tv.span(first, last))
+        if kept and spans:  # '… ending 7285. I am 85 % sure': a kept number may be a piece of a removed one
+            removed = "".join(re.sub(r"\D", "", tv.canon.text[a:b]) for a, b in spans)
+            spans += [(a, b) for a, b in kept if len(d := re.sub(r"\D", "", tv.canon.text[a:b])) >= 2 and d in removed]
         return _merge(spans)
+
+    def _could_carry(self, tv: vs.TextValues, i: int, first: int, last: int) -> bool:
+        """False only for a bare number (digits or number words, no currency, not record-shaped,
+        not a piece of an ID pointed at) that no derivation of the supervision reaches."""
+        numbers = self._bare_number(tv, i, first, last)
+        if numbers is None:
+            return True
+        a, b = tv.span(first, last)
+        s = tv.canon.text
+        written = s[a:b]
+        if CURRENCY.search(s[max(0, a - 4):a]) or CURRENCY.search(written) or CURRENCY.match(s[b:b + 14].lstrip()):
+            return True
+        tok = tv.tokens[i]
+        if _CJK_NUMERAL.search(tok.text) and not _LATIN_LETTER.search(tok.text):  # '第11步和第12步…': one token
+            places = [(tok.start + m.start(), tok.start + m.end()) for m in _CJK_NUMERAL.finditer(tok.text)]
+            contexts = [about_the_plan(s, x, y) for x, y in places]
+            about = None if None in contexts else ("count" if "count" in contexts else "step")
+        else:
+            reading = [tv.span(r.first, r.last) for r in tv.readings if r.kind == "number" and r.covers(i)]
+            ta, tb = min(reading, key=lambda x: x[1] - x[0]) if reading else (tok.start, tok.end)
+            about = about_the_plan(s, a, b) or about_the_plan(s, ta, tb)
+        if not about:
+            return True  # a bare number about something else may be a record's (the guard has no DB)
+        return any(record_shaped(n, written) or self.relevance.reaches(n, about) for n in numbers)
+
+    def _bare_number(self, tv: vs.TextValues, i: int, first: int, last: int) -> list[float] | None:
+        """The values of a span that is only a number, or None (an ID, a date, a spelled code)."""
+        if self._cued_fragment(tv, i):
+            return None
+        stretch = tv.spelled.get(i)
+        if stretch and not all(_JOINER.fullmatch(tv.tokens[k].lower) or any(
+                r.kind in ("number", "numbers") and r.covers(k) and r.first >= stretch[0] and r.last <= stretch[1]
+                for r in tv.readings) or UNIT_WORD.fullmatch(tv.tokens[k].text) for k in range(stretch[0], stretch[1] + 1)):
+            return None  # characters spelled one by one, not a number in words ('nineteen', '3 e 4')
+        numbers: list[float] = []
+        a, b = tv.span(first, last)
+        counted = STEP_BEFORE.search(tv.canon.text[max(0, a - 40):a]) or UNIT_AFTER.match(tv.canon.text, b)
+        for r in tv.readings:
+            if r.last < first or r.first > last:
+                continue
+            if r.kind in ("date", "time") and not counted:  # '12-20 calls' is a range, not a date
+                return None
+            if r.kind == "number" and r.first >= first and r.last <= last:
+                numbers.append(float(r.key))
+            elif r.kind == "numbers" and r.first >= first and r.last <= last:
+                numbers += [float(v) for v in r.key]
+        for k in range(first, last + 1):
+            tok = tv.tokens[k]
+            if k not in tv.value_like or tok.text.isdigit() or _JOINER.fullmatch(tok.lower) or UNIT_WORD.fullmatch(tok.text):
+                continue
+            if any(r.kind in ("number", "numbers") and r.covers(k) for r in tv.readings):
+                continue
+            if any(c.isdigit() for c in tok.text) and not _LATIN_LETTER.search(tok.text):
+                numbers += [float(g) for g in re.findall(r"\d+", tok.text)]  # '第11步': CJK around digits
+                continue
+            return None
+        return numbers or None
 
     def _value_finding(self, tv: vs.TextValues, span: tuple[int, int]):
         a, b = span
@@ -441,6 +508,10 @@ class LeakGuard:
         return text, removed
 
 
+_JOINER = re.compile(r"and|or|to|e|y|o|a|u|et|ou|und|oder|en|of|i")
+"""Conjunctions between numbers in the languages the readers know ('3 e 4', '3 y 4')."""
+_CJK_NUMERAL = re.compile(r"[0-9零〇一二两三四五六七八九十百千]+")
+_LATIN_LETTER = re.compile(r"[A-Za-z\u00c0-\u024f]")
 LOOKUP = "⟨lookup⟩"
 _LOOKUP_VERB = re.compile(r"\b(?:look(?:s|ing|ed)?\s+up|get|fetch|retrieve|pull(?:s|ing)?\s+up|check|find|search|read|open|view)\b", re.I)
 _AFTER = re.compile(r"\b(?:only\s+)?(?:after|once)\b", re.I)

@@ -38,8 +38,9 @@ def adversary():
 
 def test_every_class_is_measured(adversary):
     m = leak_eval.measure(leak_eval.sample(adversary, SAMPLE, seed=0), fragments=False)
-    assert set(m.groups) == {"surface", "order", "semantic", "clean"}
-    assert {"encoding", "language", "fragment", "derived", "sequence", "hidden", "semantic", "clean"} <= set(m.classes)
+    assert set(m.groups) == {"surface", "order", "semantic", "clean", "clean: plan-structural"}
+    assert {"encoding", "language", "fragment", "derived", "sequence", "hidden", "semantic", "clean",
+            "structural"} <= set(m.classes)
 
 
 def test_surface_catch_and_false_alarms_on_a_sample(adversary):
