@@ -32,11 +32,12 @@ from functools import lru_cache
 from wordfreq import zipf_frequency
 
 from critique import leak_forms as forms
+from critique import tool_prose
 from critique import values as vs
 from critique.guard_outcome import GuardOutcome, LeakFinding  # noqa: F401 - GuardOutcome re-exported
 from critique.number_words import any_word_value
-from critique.relevance import (CURRENCY, DERIVATIONS, STEP_BEFORE, UNIT_AFTER, UNIT_WORD, Relevance,
-                                about_the_plan, record_shaped)
+from critique.relevance import DERIVATIONS, Relevance
+from critique.relevance_spans import could_carry
 from envs.base import Supervision, TaskView, scalar_values
 from evrcore.plan import Plan
 
@@ -59,7 +60,8 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _HIDDEN_TERM = re.compile(r"[A-Za-z][a-z]{4,}")
 _GENERIC_VERBS = {"get", "list", "find", "search", "check", "fetch", "retrieve", "look", "show",
                   "view", "read", "details", "detail", "info", "information", "all", "by", "the"}
-_COUNT = re.compile(r"\b(?:(?:exactly|only|just|precisely|needs?|takes?|requires?|in|of)\s+)+(?P<n>[\w-]+)\s+"
+_STEP_WORD = re.compile(r"\b(?:step|stage|#)\s*$", re.I)
+_COUNT = re.compile(r"\b(?:(?:exactly|only|just|precisely|needs?|takes?|requires?|in|of)\s+)*(?P<n>[\w-]+)\s+"
                     r"(?:\w+\s+)?(?:tool\s+|api\s+|function\s+)?(?:calls?|steps?|actions?|operations?|requests?)\b", re.I)
 _CUE = re.compile(r"\b(?:end(?:s|ing)?|contain(?:s|ing)?|start(?:s|ing)?|begin(?:s|ning)?|prefix(?:ed)?|suffix)\s+(?:in|with|of|by)?\W*$"
                   r"|\binside\b[^.\n]{0,30}$"
@@ -132,8 +134,11 @@ class LeakGuard:
         self.min_sequence = max(2, min_sequence)
         self._tool_keys = {forms.tool_words(n): n for n in set(names) | set(view.tool_names)}
         self._offered = list(view.tool_names)
+        self._descriptions = {n: "" for n in names} | _descriptions(view.tools)
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
+        self._p0_names = p0_names
+        self._chain = [a.name for a in supervision.reference_actions]
         self._p0_steps = steps
         self._p0_counts = Counter(p0_names)
         self._p0_distinct = len(set(p0_names))
@@ -262,7 +267,8 @@ class LeakGuard:
             for r in tv.readings:
                 if r.covers(i) and r.kind in ("date", "time", "number") and (r.last > r.first):
                     first, last = min(first, r.first), max(last, r.last)
-            if self.relevance is not None and not self._could_carry(tv, i, first, last):
+            if self.relevance is not None and not could_carry(tv, i, first, last, self.relevance,
+                                                              self._cued_fragment(tv, i)):
                 kept.append(tv.span(first, last))
                 continue
             spans.append(tv.span(first, last))
@@ -270,63 +276,6 @@ class LeakGuard:
             removed = "".join(re.sub(r"\D", "", tv.canon.text[a:b]) for a, b in spans)
             spans += [(a, b) for a, b in kept if len(d := re.sub(r"\D", "", tv.canon.text[a:b])) >= 2 and d in removed]
         return _merge(spans)
-
-    def _could_carry(self, tv: vs.TextValues, i: int, first: int, last: int) -> bool:
-        """False only for a bare number (digits or number words, no currency, not record-shaped,
-        not a piece of an ID pointed at) that no derivation of the supervision reaches."""
-        numbers = self._bare_number(tv, i, first, last)
-        if numbers is None:
-            return True
-        a, b = tv.span(first, last)
-        s = tv.canon.text
-        written = s[a:b]
-        if CURRENCY.search(s[max(0, a - 4):a]) or CURRENCY.search(written) or CURRENCY.match(s[b:b + 14].lstrip()):
-            return True
-        tok = tv.tokens[i]
-        if _CJK_NUMERAL.search(tok.text) and not _LATIN_LETTER.search(tok.text):  # '第11步和第12步…': one token
-            places = [(tok.start + m.start(), tok.start + m.end()) for m in _CJK_NUMERAL.finditer(tok.text)]
-            contexts = [about_the_plan(s, x, y) for x, y in places]
-            about = None if None in contexts else ("count" if "count" in contexts else "step")
-        else:
-            reading = [tv.span(r.first, r.last) for r in tv.readings if r.kind == "number" and r.covers(i)]
-            ta, tb = min(reading, key=lambda x: x[1] - x[0]) if reading else (tok.start, tok.end)
-            about = about_the_plan(s, a, b) or about_the_plan(s, ta, tb)
-        if not about:
-            return True  # a bare number about something else may be a record's (the guard has no DB)
-        return any(record_shaped(n, written) or self.relevance.reaches(n, about) for n in numbers)
-
-    def _bare_number(self, tv: vs.TextValues, i: int, first: int, last: int) -> list[float] | None:
-        """The values of a span that is only a number, or None (an ID, a date, a spelled code)."""
-        if self._cued_fragment(tv, i):
-            return None
-        stretch = tv.spelled.get(i)
-        if stretch and not all(_JOINER.fullmatch(tv.tokens[k].lower) or any(
-                r.kind in ("number", "numbers") and r.covers(k) and r.first >= stretch[0] and r.last <= stretch[1]
-                for r in tv.readings) or UNIT_WORD.fullmatch(tv.tokens[k].text) for k in range(stretch[0], stretch[1] + 1)):
-            return None  # characters spelled one by one, not a number in words ('nineteen', '3 e 4')
-        numbers: list[float] = []
-        a, b = tv.span(first, last)
-        counted = STEP_BEFORE.search(tv.canon.text[max(0, a - 40):a]) or UNIT_AFTER.match(tv.canon.text, b)
-        for r in tv.readings:
-            if r.last < first or r.first > last:
-                continue
-            if r.kind in ("date", "time") and not counted:  # '12-20 calls' is a range, not a date
-                return None
-            if r.kind == "number" and r.first >= first and r.last <= last:
-                numbers.append(float(r.key))
-            elif r.kind == "numbers" and r.first >= first and r.last <= last:
-                numbers += [float(v) for v in r.key]
-        for k in range(first, last + 1):
-            tok = tv.tokens[k]
-            if k not in tv.value_like or tok.text.isdigit() or _JOINER.fullmatch(tok.lower) or UNIT_WORD.fullmatch(tok.text):
-                continue
-            if any(r.kind in ("number", "numbers") and r.covers(k) for r in tv.readings):
-                continue
-            if any(c.isdigit() for c in tok.text) and not _LATIN_LETTER.search(tok.text):
-                numbers += [float(g) for g in re.findall(r"\d+", tok.text)]  # '第11步': CJK around digits
-                continue
-            return None
-        return numbers or None
 
     def _value_finding(self, tv: vs.TextValues, span: tuple[int, int]):
         a, b = span
@@ -353,10 +302,15 @@ class LeakGuard:
         n_ref = len(self.supervision.reference_actions)
         if n_ref < 2:
             return None
+        actions = self.supervision.reference_actions
+        by_assistant = sum(a.requestor == "assistant" for a in actions)
+        counts = {n_ref, len(self.sequence), by_assistant, n_ref - by_assistant} - {0, 1}
         for m in _COUNT.finditer(text):
+            if _STEP_WORD.search(text, max(0, m.start("n") - 8), m.start("n")):
+                continue  # 'step 4 calls the lookup': a step, not a count
             word = m.group("n").lower()
             value = float(word) if word.isdigit() else any_word_value(word)
-            if value is not None and int(value) in {n_ref, len(self.sequence)} \
+            if value is not None and int(value) in counts \
                     and int(value) not in {self._p0_steps, self._p0_distinct}:
                 return LeakFinding(kind="sequence", text=f"{n_ref} reference calls", written=m.group(0)), [m.span()]
         return None
@@ -412,6 +366,8 @@ class LeakGuard:
             if _LOOKUP_VERB.search(m.group(0)):
                 clause.add(LOOKUP)
             hits = [n for n, words in content.items() if words <= clause]
+            if not hits:  # 'then change the order items': what the tool does, in other words
+                hits = [n] if (n := tool_prose.described(m.group(0), self._descriptions)) else []
             if len(hits) == 1:
                 out.append((m.start(), m.end(), hits[0]))
         return out
@@ -436,7 +392,29 @@ class LeakGuard:
                 continue
             later = set(run[1:])
             return tuple(run), [(s, e) for s, e, n in order if n in later]
-        return None
+        return self._run_with_repeats(order)
+
+    def _run_with_repeats(self, order):
+        """The longest run of consecutive reference calls, repeats counted ('search, search,
+        update'), that ``order`` names in reference order and that is no subsequence of ``p0``:
+        the order of a plan whose tools ``p0`` has, but not in that order or that often."""
+        names = [name for _, _, name in order]
+        best: tuple[list[str], list[int]] | None = None
+        for i in range(len(self._chain) - 1):
+            run, at, told = [], -1, []
+            for c in self._chain[i:]:
+                if c not in names[at + 1:]:
+                    break
+                at = names.index(c, at + 1)
+                run.append(c)
+                told.append(at)
+            if len(run) >= self.min_sequence and not _subsequence(run, self._p0_names) \
+                    and (best is None or len(run) > len(best[0])):
+                best = (run, told)
+        if best is None:
+            return None
+        run, told = best
+        return tuple(run), [order[k][:2] for k in told[1:]]
 
     def _not_listings(self, text: str, mentions):
         """Mentions outside a listing of the offered tools (four or more named in the view's own
@@ -508,10 +486,6 @@ class LeakGuard:
         return text, removed
 
 
-_JOINER = re.compile(r"and|or|to|e|y|o|a|u|et|ou|und|oder|en|of|i")
-"""Conjunctions between numbers in the languages the readers know ('3 e 4', '3 y 4')."""
-_CJK_NUMERAL = re.compile(r"[0-9零〇一二两三四五六七八九十百千]+")
-_LATIN_LETTER = re.compile(r"[A-Za-z\u00c0-\u024f]")
 LOOKUP = "⟨lookup⟩"
 _LOOKUP_VERB = re.compile(r"\b(?:look(?:s|ing|ed)?\s+up|get|fetch|retrieve|pull(?:s|ing)?\s+up|check|find|search|read|open|view)\b", re.I)
 _AFTER = re.compile(r"\b(?:only\s+)?(?:after|once)\b", re.I)
@@ -562,6 +536,21 @@ def _units(tv: vs.TextValues) -> list[tuple[str, tuple[int, int]]]:
         out.append((stem(tok.lower), (tok.start, tok.end)))
         i += 1
     return out
+
+
+def _descriptions(tools: list) -> dict[str, str]:
+    """Tool name → its schema's description, in either schema shape."""
+    out = {}
+    for tool in tools or []:
+        spec = tool.get("function", tool) if isinstance(tool, dict) else {}
+        if isinstance(spec, dict) and spec.get("name"):
+            out[spec["name"]] = spec.get("description") or ""
+    return out
+
+
+def _subsequence(run: list[str], names: list[str]) -> bool:
+    it = iter(names)
+    return all(name in it for name in run)
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

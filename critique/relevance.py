@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import re
 from itertools import combinations
-from typing import Any
 
 from envs.base import Supervision, scalar_values
 

@@ -239,8 +239,8 @@ def render(m: Measurement) -> str:
     lines += [line("catch rate (leaky)", m.leak), line("false alarms (clean)", m.clean),
               f"redacted IDs checked for fragments: {m.fragments_checked}; "
               f"a fragment narrowing to ≤ {NARROWING_LIMIT} records left in {len(m.narrowing)}",
-              f"words removed per clean critique: {m.words_removed_per_clean:.3f}; "
-              f"guard time per critique (build + scan): {m.ms_per_critique:.2f} ms"]
+              (f"words removed per clean critique: {m.words_removed_per_clean:.3f}; "
+               f"guard time per critique (build + scan): {m.ms_per_critique:.2f} ms")]
     verdict = "meets" if m.meets_targets() else "MISSES"
     lines.append(f"rules {verdict} the targets: surface catch ≥ {SURFACE_TARGET:.1%}, "
                  f"false alarms ≤ {FALSE_ALARM_TARGET:.0%}, no narrowing fragment")
