@@ -32,7 +32,7 @@ from functools import lru_cache
 from wordfreq import zipf_frequency
 
 from critique import leak_forms as forms
-from critique import tool_prose
+from critique import pointers, tool_prose
 from critique import values as vs
 from critique.guard_outcome import GuardOutcome, LeakFinding  # noqa: F401 - GuardOutcome re-exported
 from critique.number_words import any_word_value
@@ -135,10 +135,16 @@ class LeakGuard:
         self._tool_keys = {forms.tool_words(n): n for n in set(names) | set(view.tool_names)}
         self._offered = list(view.tool_names)
         self._descriptions = {n: "" for n in names} | _descriptions(view.tools)
+        self._public_text = " ".join([view.opening_request or "", plan_text(plan)])
+        self._settings = pointers.repaired_settings(supervision)
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
         self._p0_names = p0_names
-        self._chain = [a.name for a in supervision.reference_actions]
+        actions = supervision.reference_actions
+        chains = ([a.name for a in actions], [a.name for a in actions if a.requestor == "assistant"],
+                  [a.name for a in actions if a.requestor != "assistant"])
+        self._chains = [c for k, c in enumerate(chains) if len(c) >= 2 and c not in chains[:k]]
+        """The whole reference, the assistant's calls and the user's actions: each an order."""
         self._p0_steps = steps
         self._p0_counts = Counter(p0_names)
         self._p0_distinct = len(set(p0_names))
@@ -185,6 +191,11 @@ class LeakGuard:
         count = self._count(tv.canon.text)
         if count:
             out.append(count)
+        for a, b in pointers.record_pointers(tv.canon.text, self.supervision, self.public.codes, self._public_text):
+            out.append((LeakFinding(kind="pointer", text=tv.canon.text[a:b], written=tv.canon.text[a:b]), [(a, b)]))
+        for a, b in pointers.state_claims(tv.canon.text, self._settings, self._public_text):
+            claim = tv.canon.text[a:b].strip()
+            out.append((LeakFinding(kind="state", text=claim, written=claim), [(a, b)]))
         for (a, b), quoted in self._quoted(tv):
             out.append((LeakFinding(kind="hidden", text=quoted, written=tv.canon.text[a:b]), [(a, b)]))
         for a, b in self._hidden_sentences(tv.canon.text):
@@ -400,9 +411,9 @@ class LeakGuard:
         the order of a plan whose tools ``p0`` has, but not in that order or that often."""
         names = [name for _, _, name in order]
         best: tuple[list[str], list[int]] | None = None
-        for i in range(len(self._chain) - 1):
+        for chain, i in ((chain, i) for chain in self._chains for i in range(len(chain) - 1)):
             run, at, told = [], -1, []
-            for c in self._chain[i:]:
+            for c in chain[i:]:
                 if c not in names[at + 1:]:
                     break
                 at = names.index(c, at + 1)
