@@ -335,6 +335,7 @@ class LeakGuard:
             return self._repeats(text, mentions)
         orders = [mentions, _after_reordered(text, mentions)]
         numbered = [(n, m) for m in mentions if (n := forms.step_number(text, m[0])) is not None]
+        numbered = list({(n, m[2]): (n, m) for n, m in reversed(numbered)}.values())[::-1]  # a list told twice
         if len(numbered) >= 2:
             orders.append([m for _, m in sorted(numbered, key=lambda x: x[0])])
         best = self._repeats(text, mentions)
@@ -379,6 +380,9 @@ class LeakGuard:
             hits = [n for n, words in content.items() if words <= clause]
             if not hits:  # 'then change the order items': what the tool does, in other words
                 hits = [n] if (n := tool_prose.described(m.group(0), self._descriptions)) else []
+                if hits and any(name == hits[0] and 0 <= m.start() - b <= 100 and "\n" not in text[b:m.start()]
+                                for _, b, name in named):
+                    hits = []  # "`get_order_details` (order_id: orders listed …)": the named call described
             if len(hits) == 1:
                 out.append((m.start(), m.end(), hits[0]))
         return out
@@ -410,6 +414,13 @@ class LeakGuard:
         update'), that ``order`` names in reference order and that is no subsequence of ``p0``:
         the order of a plan whose tools ``p0`` has, but not in that order or that often."""
         names = [name for _, _, name in order]
+        k, size = 0, len(self._p0_names)
+        while size >= 2 and k + size <= len(names):  # '… as I read it: step 1 …' — p0 restated is no order
+            if names[k:k + size] == self._p0_names:
+                names[k:k + size] = [""] * size
+                k += size
+            else:
+                k += 1
         best: tuple[list[str], list[int]] | None = None
         for chain, i in ((chain, i) for chain in self._chains for i in range(len(chain) - 1)):
             run, at, told = [], -1, []

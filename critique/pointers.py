@@ -48,7 +48,10 @@ _STATE = (r"on|off|enabled|disabled|active|inactive|missing|broken|wrong|locked|
 STATE = re.compile(rf"\b(?:is|are|was|has\s+been|have\s+been|got|gets|remains?|stays?|left|'s)\s+(?:\w+\s+){{0,2}}?"
                    rf"(?:{_STATE})\b|\b(?:{_STATE})\b", re.I)
 _DOUBT = re.compile(r"\b(?:whether|if|check|verify|ask|confirm|might|may|could|possibly|perhaps|maybe|"
-                    r"any|each|every|without\s+assuming|suppose)\b|\?", re.I)
+                    r"any|each|every|without\s+assuming|suppose|usually|typically|generally|normally|often|"
+                    r"sometimes|indicates?|means|when|unless)\b|\?", re.I)
+"""A question, a condition or a rule in general ('the status bar usually shows …'): no claim
+about this user's device."""
 _VERBS = {"toggle", "set", "reset", "reseat", "grant", "enable", "disable", "turn", "reboot", "refuel",
           "send", "make", "resume", "suspend", "update", "change", "remove", "add", "check", "connect",
           "disconnect", "install", "uninstall", "unlock", "lock", "restart", "reconnect"}
