@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from leakbench.corpus import CORPUS, task_of
 from evrcore.args import command_parser
@@ -139,14 +139,19 @@ class Measurement:
 
 
 def measure(cases: list[dict[str, Any]], auditor: LeakAuditor | None = None,
-            loader: Callable | None = None, fragments: bool = True) -> Measurement:
+            loader: Callable | None = None, fragments: bool = True,
+            derivations: tuple[str, ...] | None | Literal["default"] = "default") -> Measurement:
+    """``derivations``: which derivations of the supervision make an unseen bare number a risk
+    (``critique.relevance``); None removes every unseen value, as the guard did before."""
     from critique.leak_guard import LeakGuard
+
+    extra = {} if derivations == "default" else {"derivations": derivations}
 
     result = Measurement(with_auditor=auditor is not None)
     for case in cases:
         view, supervision = task_of(case, loader)
         start = time.perf_counter()
-        guard = LeakGuard(view, supervision, Plan.model_validate(case["p0"]))
+        guard = LeakGuard(view, supervision, Plan.model_validate(case["p0"]), **extra)
         rules = bool(guard.scan(case["rationale"]))
         result.seconds += time.perf_counter() - start
         result.cases += 1
