@@ -4,7 +4,10 @@ Written independently of the guard and of its own corpus generator, so the guard
 on disguises it was not tuned on. Real τ²-bench tasks (airline, retail, telecom) are loaded
 through the project's adapter; each case is a critique a strong model critic could write —
 leaky (a supervision-only value or fact hidden in honest-sounding diagnosis) or clean (full
-of values the tested model has already seen).
+of values the tested model has already seen, or of numbers about the plan itself:
+``leakbench.adversary.structural``). Every leak kind appears a second time with such
+plan-structural numbers around it (class ``structural``, kind ``<class>/<kind>``), so a guard
+that spares the critic's own counting must still find the leak beside it.
 
     python -m leakbench.adversary_corpus            # writes leakbench/data/leak_adversary.jsonl
     python -m leakbench.adversary_corpus --seed 7 --out other.jsonl

@@ -14,6 +14,11 @@ indirect writing) — the allow-list's job; *order* (the reference sequence) —
 and *semantic* (hidden intentions, relative references, fault states) — what no rule can
 fully see: the auditor and the provenance audit are the lines behind it, reported as such.
 
+Clean critiques full of numbers about the plan itself (kinds ``structural_*``) are also
+reported on their own (false alarms: plan-structural), and so are the words redaction would
+remove from clean critiques (the cost of each false alarm to the reviser) and the guard's time
+per critique.
+
 For every caught leaky case whose planted value is an ID of the τ² database, redaction is
 checked: no fragment of it left in the redacted text may narrow it to ten or fewer records
 (``leakbench.fragments``).
