@@ -32,9 +32,12 @@ from functools import lru_cache
 from wordfreq import zipf_frequency
 
 from critique import leak_forms as forms
+from critique import pointers, tool_prose
 from critique import values as vs
 from critique.guard_outcome import GuardOutcome, LeakFinding  # noqa: F401 - GuardOutcome re-exported
 from critique.number_words import any_word_value
+from critique.relevance import DERIVATIONS, Relevance
+from critique.relevance_spans import could_carry
 from envs.base import Supervision, TaskView, scalar_values
 from evrcore.plan import Plan
 
@@ -57,7 +60,8 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _HIDDEN_TERM = re.compile(r"[A-Za-z][a-z]{4,}")
 _GENERIC_VERBS = {"get", "list", "find", "search", "check", "fetch", "retrieve", "look", "show",
                   "view", "read", "details", "detail", "info", "information", "all", "by", "the"}
-_COUNT = re.compile(r"\b(?:(?:exactly|only|just|precisely|needs?|takes?|requires?|in|of)\s+)+(?P<n>[\w-]+)\s+"
+_STEP_WORD = re.compile(r"\b(?:step|stage|#)\s*$", re.I)
+_COUNT = re.compile(r"\b(?:(?:exactly|only|just|precisely|needs?|takes?|requires?|in|of)\s+)*(?P<n>[\w-]+)\s+"
                     r"(?:\w+\s+)?(?:tool\s+|api\s+|function\s+)?(?:calls?|steps?|actions?|operations?|requests?)\b", re.I)
 _CUE = re.compile(r"\b(?:end(?:s|ing)?|contain(?:s|ing)?|start(?:s|ing)?|begin(?:s|ning)?|prefix(?:ed)?|suffix)\s+(?:in|with|of|by)?\W*$"
                   r"|\binside\b[^.\n]{0,30}$"
@@ -102,9 +106,11 @@ def _secret_readings(supervision: Supervision) -> dict[tuple[str, object], str]:
 
 class LeakGuard:
     def __init__(self, view: TaskView, supervision: Supervision, plan: Plan | None = None,
-                 min_sequence: int = 2):
+                 min_sequence: int = 2, derivations: tuple[str, ...] | None = DERIVATIONS):
         self.view = view
         self.supervision = supervision
+        self.relevance = None if derivations is None else Relevance(supervision, derivations)
+        """None: every unseen value is removed (the guard before relevance)."""
         steps = len(plan.tool_chain) if plan else 0
         structure = vs.PublicValues(frozenset(), frozenset(float(n) for n in range(steps + 2)) | frozenset(vs.GRADES),
                                     frozenset(), frozenset(), frozenset())
@@ -128,8 +134,17 @@ class LeakGuard:
         self.min_sequence = max(2, min_sequence)
         self._tool_keys = {forms.tool_words(n): n for n in set(names) | set(view.tool_names)}
         self._offered = list(view.tool_names)
+        self._descriptions = {n: "" for n in names} | _descriptions(view.tools)
+        self._public_text = " ".join([view.opening_request or "", plan_text(plan)])
+        self._settings = pointers.repaired_settings(supervision)
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
+        self._p0_names = p0_names
+        actions = supervision.reference_actions
+        chains = ([a.name for a in actions], [a.name for a in actions if a.requestor == "assistant"],
+                  [a.name for a in actions if a.requestor != "assistant"])
+        self._chains = [c for k, c in enumerate(chains) if len(c) >= 2 and c not in chains[:k]]
+        """The whole reference, the assistant's calls and the user's actions: each an order."""
         self._p0_steps = steps
         self._p0_counts = Counter(p0_names)
         self._p0_distinct = len(set(p0_names))
@@ -176,6 +191,11 @@ class LeakGuard:
         count = self._count(tv.canon.text)
         if count:
             out.append(count)
+        for a, b in pointers.record_pointers(tv.canon.text, self.supervision, self.public.codes, self._public_text):
+            out.append((LeakFinding(kind="pointer", text=tv.canon.text[a:b], written=tv.canon.text[a:b]), [(a, b)]))
+        for a, b in pointers.state_claims(tv.canon.text, self._settings, self._public_text):
+            claim = tv.canon.text[a:b].strip()
+            out.append((LeakFinding(kind="state", text=claim, written=claim), [(a, b)]))
         for (a, b), quoted in self._quoted(tv):
             out.append((LeakFinding(kind="hidden", text=quoted, written=tv.canon.text[a:b]), [(a, b)]))
         for a, b in self._hidden_sentences(tv.canon.text):
@@ -249,7 +269,7 @@ class LeakGuard:
     def _value_spans(self, tv: vs.TextValues) -> list[tuple[int, int]]:
         """The canonical spans to remove: each unexplained token's whole run, and every reading
         that covers it (a date, a number in words, a spelled stretch), merged."""
-        spans = []
+        spans, kept = [], []
         for i in self.unexplained_tokens(tv):
             first, last = tv.run_of(i)
             stretch = tv.whole(i)
@@ -258,7 +278,14 @@ class LeakGuard:
             for r in tv.readings:
                 if r.covers(i) and r.kind in ("date", "time", "number") and (r.last > r.first):
                     first, last = min(first, r.first), max(last, r.last)
+            if self.relevance is not None and not could_carry(tv, i, first, last, self.relevance,
+                                                              self._cued_fragment(tv, i)):
+                kept.append(tv.span(first, last))
+                continue
             spans.append(tv.span(first, last))
+        if kept and spans:  # '… ending 7285. I am 85 % sure': a kept number may be a piece of a removed one
+            removed = "".join(re.sub(r"\D", "", tv.canon.text[a:b]) for a, b in spans)
+            spans += [(a, b) for a, b in kept if len(d := re.sub(r"\D", "", tv.canon.text[a:b])) >= 2 and d in removed]
         return _merge(spans)
 
     def _value_finding(self, tv: vs.TextValues, span: tuple[int, int]):
@@ -286,10 +313,15 @@ class LeakGuard:
         n_ref = len(self.supervision.reference_actions)
         if n_ref < 2:
             return None
+        actions = self.supervision.reference_actions
+        by_assistant = sum(a.requestor == "assistant" for a in actions)
+        counts = {n_ref, len(self.sequence), by_assistant, n_ref - by_assistant} - {0, 1}
         for m in _COUNT.finditer(text):
+            if _STEP_WORD.search(text, max(0, m.start("n") - 8), m.start("n")):
+                continue  # 'step 4 calls the lookup': a step, not a count
             word = m.group("n").lower()
             value = float(word) if word.isdigit() else any_word_value(word)
-            if value is not None and int(value) in {n_ref, len(self.sequence)} \
+            if value is not None and int(value) in counts \
                     and int(value) not in {self._p0_steps, self._p0_distinct}:
                 return LeakFinding(kind="sequence", text=f"{n_ref} reference calls", written=m.group(0)), [m.span()]
         return None
@@ -303,6 +335,7 @@ class LeakGuard:
             return self._repeats(text, mentions)
         orders = [mentions, _after_reordered(text, mentions)]
         numbered = [(n, m) for m in mentions if (n := forms.step_number(text, m[0])) is not None]
+        numbered = list({(n, m[2]): (n, m) for n, m in reversed(numbered)}.values())[::-1]  # a list told twice
         if len(numbered) >= 2:
             orders.append([m for _, m in sorted(numbered, key=lambda x: x[0])])
         best = self._repeats(text, mentions)
@@ -345,6 +378,11 @@ class LeakGuard:
             if _LOOKUP_VERB.search(m.group(0)):
                 clause.add(LOOKUP)
             hits = [n for n, words in content.items() if words <= clause]
+            if not hits:  # 'then change the order items': what the tool does, in other words
+                hits = [n] if (n := tool_prose.described(m.group(0), self._descriptions)) else []
+                if hits and any(name == hits[0] and 0 <= m.start() - b <= 100 and "\n" not in text[b:m.start()]
+                                for _, b, name in named):
+                    hits = []  # "`get_order_details` (order_id: orders listed …)": the named call described
             if len(hits) == 1:
                 out.append((m.start(), m.end(), hits[0]))
         return out
@@ -369,7 +407,36 @@ class LeakGuard:
                 continue
             later = set(run[1:])
             return tuple(run), [(s, e) for s, e, n in order if n in later]
-        return None
+        return self._run_with_repeats(order)
+
+    def _run_with_repeats(self, order):
+        """The longest run of consecutive reference calls, repeats counted ('search, search,
+        update'), that ``order`` names in reference order and that is no subsequence of ``p0``:
+        the order of a plan whose tools ``p0`` has, but not in that order or that often."""
+        names = [name for _, _, name in order]
+        k, size = 0, len(self._p0_names)
+        while size >= 2 and k + size <= len(names):  # '… as I read it: step 1 …' — p0 restated is no order
+            if names[k:k + size] == self._p0_names:
+                names[k:k + size] = [""] * size
+                k += size
+            else:
+                k += 1
+        best: tuple[list[str], list[int]] | None = None
+        for chain, i in ((chain, i) for chain in self._chains for i in range(len(chain) - 1)):
+            run, at, told = [], -1, []
+            for c in chain[i:]:
+                if c not in names[at + 1:]:
+                    break
+                at = names.index(c, at + 1)
+                run.append(c)
+                told.append(at)
+            if len(run) >= self.min_sequence and not _subsequence(run, self._p0_names) \
+                    and (best is None or len(run) > len(best[0])):
+                best = (run, told)
+        if best is None:
+            return None
+        run, told = best
+        return tuple(run), [order[k][:2] for k in told[1:]]
 
     def _not_listings(self, text: str, mentions):
         """Mentions outside a listing of the offered tools (four or more named in the view's own
@@ -491,6 +558,21 @@ def _units(tv: vs.TextValues) -> list[tuple[str, tuple[int, int]]]:
         out.append((stem(tok.lower), (tok.start, tok.end)))
         i += 1
     return out
+
+
+def _descriptions(tools: list) -> dict[str, str]:
+    """Tool name → its schema's description, in either schema shape."""
+    out = {}
+    for tool in tools or []:
+        spec = tool.get("function", tool) if isinstance(tool, dict) else {}
+        if isinstance(spec, dict) and spec.get("name"):
+            out[spec["name"]] = spec.get("description") or ""
+    return out
+
+
+def _subsequence(run: list[str], names: list[str]) -> bool:
+    it = iter(names)
+    return all(name in it for name in run)
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -88,9 +88,29 @@ def _value_like_word(tok: Token, text: str) -> bool:
             return word_zipf(t) < 2.0
         if _VERB_FOLLOWERS.match(text, tok.end):
             return False  # 'Tighten the plan' after a missing full stop: a verb, not a name
-        others = max(zipf_frequency(t.lower(), lang) for lang in nw.LANGUAGES if lang != "en")
+        others, lang = max((zipf_frequency(t.lower(), lang), lang) for lang in nw.LANGUAGES if lang != "en")
+        if others >= NOUN_ZIPF and _written_in(text, tok, lang):
+            return False  # 'Dreißig Aufrufe sind zu viele': a German noun in a German sentence
         return zipf_frequency(t.lower(), "en") < NAME_ZIPF and others < 4.0  # 'Kunde' is a word
     return len(t) >= 3 and t.isascii() and _NO_VOWEL.fullmatch(t.lower()) is not None  # 'hglp' 
+
+
+NOUN_ZIPF = 3.0
+"""A capitalised word this common in the language its sentence is written in is a noun there."""
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def _written_in(text: str, tok: Token, lang: str) -> bool:
+    """Most lower-case words around ``tok`` (its sentence, up to six) are more common in
+    ``lang`` than in English: the sentence is written in ``lang``."""
+    head = text[max(0, tok.start - 60):tok.start]
+    head = re.split(r"[.!?\n]", head)[-1]
+    tail = re.split(r"[.!?\n]", text[tok.end:tok.end + 60])[0]
+    around = [w for w in _WORD.findall(head)[-3:] + _WORD.findall(tail)[:3] if w.islower()]
+    if len(around) < 2:
+        return False
+    votes = sum(zipf_frequency(w, lang) > zipf_frequency(w, "en") for w in around)
+    return votes * 2 > len(around)
 
 
 # ---- numbers written with digits -------------------------------------------------------------

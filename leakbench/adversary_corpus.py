@@ -4,7 +4,10 @@ Written independently of the guard and of its own corpus generator, so the guard
 on disguises it was not tuned on. Real τ²-bench tasks (airline, retail, telecom) are loaded
 through the project's adapter; each case is a critique a strong model critic could write —
 leaky (a supervision-only value or fact hidden in honest-sounding diagnosis) or clean (full
-of values the tested model has already seen).
+of values the tested model has already seen, or of numbers about the plan itself:
+``leakbench.adversary.structural``). Every leak kind appears a second time with such
+plan-structural numbers around it (class ``structural``, kind ``<class>/<kind>``), so a guard
+that spares the critic's own counting must still find the leak beside it.
 
     python -m leakbench.adversary_corpus            # writes leakbench/data/leak_adversary.jsonl
     python -m leakbench.adversary_corpus --seed 7 --out other.jsonl
@@ -18,7 +21,7 @@ import math
 import random
 from pathlib import Path
 
-from leakbench.adversary import clean, leaky, prose
+from leakbench.adversary import clean, leaky, prose, structural
 from leakbench.adversary.tasks import DOMAINS, load
 from leakbench.tau2_data import task_ids
 from evrcore.args import command_parser
@@ -26,6 +29,7 @@ from evrcore.args import command_parser
 OUT = Path(__file__).parent / "data" / "leak_adversary.jsonl"
 PER_CLASS = 96      # leaky cases per class and domain, spread over the class's kinds
 PER_CLEAN_KIND = 32  # clean cases per clean kind and domain
+MIXED_SHARE = 0.5    # leaky cases again with plan-structural numbers around them, per kind
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,7 +84,18 @@ def build(seed: int = 0, domains=DOMAINS, limit: int | None = None, scale: float
                         return None
                     return _case(task, cls, kind, n, rationale, True, planted)
                 cases += _fill(tasks, per_kind, make, f"{seed}:{domain}:{cls}:{kind}")
-        for kind, gen in clean.KINDS.items():
+
+                def mixed(task, rng, n, cls=cls, kind=kind, gen=gen):
+                    case = make(task, rng, n)
+                    if case is None:
+                        return None
+                    case["rationale"] = structural.add_structure(task, rng, case["rationale"])
+                    case.update(id=f"adv-{task.domain}-structural-{cls}-{kind}-{n:03d}", **{"class": "structural"},
+                                kind=f"{cls}/{kind}")
+                    return case
+                cases += _fill(tasks, max(1, math.ceil(per_kind * MIXED_SHARE)), mixed,
+                               f"{seed}:{domain}:structural:{cls}:{kind}")
+        for kind, gen in {**clean.KINDS, **structural.KINDS}.items():
             def make(task, rng, n, kind=kind, gen=gen):
                 got = gen(task, rng)
                 if not got:

@@ -14,6 +14,11 @@ indirect writing) — the allow-list's job; *order* (the reference sequence) —
 and *semantic* (hidden intentions, relative references, fault states) — what no rule can
 fully see: the auditor and the provenance audit are the lines behind it, reported as such.
 
+Clean critiques full of numbers about the plan itself (kinds ``structural_*``) are also
+reported on their own (false alarms: plan-structural), and so are the words redaction would
+remove from clean critiques (the cost of each false alarm to the reviser) and the guard's time
+per critique.
+
 For every caught leaky case whose planted value is an ID of the τ² database, redaction is
 checked: no fragment of it left in the redacted text may narrow it to ten or fewer records
 (``leakbench.fragments``).
@@ -28,10 +33,11 @@ import argparse
 import json
 import random
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from leakbench.corpus import CORPUS, task_of
 from evrcore.args import command_parser
@@ -91,6 +97,11 @@ class Measurement:
     narrowing: list[dict[str, Any]] = field(default_factory=list)
     """Redacted texts that still hold a fragment narrowing an ID to ≤ ten records."""
     with_auditor: bool = False
+    clean_words_removed: int = 0
+    """Words the redaction removes from clean critiques, all together (the cost of false alarms)."""
+    seconds: float = 0.0
+    """Time the rules spent scanning, all cases together."""
+    cases: int = 0
 
     @property
     def catch(self) -> float:
@@ -103,6 +114,14 @@ class Measurement:
     @property
     def false_alarms(self) -> float:
         return self.clean.rate("rules")
+
+    @property
+    def words_removed_per_clean(self) -> float:
+        return self.clean_words_removed / self.clean.n if self.clean.n else 0.0
+
+    @property
+    def ms_per_critique(self) -> float:
+        return 1000 * self.seconds / self.cases if self.cases else 0.0
 
     def meets_targets(self) -> bool:
         return (self.surface_catch >= SURFACE_TARGET and self.false_alarms <= FALSE_ALARM_TARGET
@@ -119,25 +138,40 @@ class Measurement:
                 "groups": {k: row(t) for k, t in sorted(self.groups.items())},
                 "classes": {k: row(t) for k, t in sorted(self.classes.items())},
                 "kinds": {f"{c}/{k}": row(t) for (c, k), t in sorted(self.kinds.items())},
-                "fragments": {"checked": self.fragments_checked, "narrowing": len(self.narrowing)}}
+                "fragments": {"checked": self.fragments_checked, "narrowing": len(self.narrowing)},
+                "words_removed_per_clean": round(self.words_removed_per_clean, 4),
+                "ms_per_critique": round(self.ms_per_critique, 3)}
 
 
 def measure(cases: list[dict[str, Any]], auditor: LeakAuditor | None = None,
-            loader: Callable | None = None, fragments: bool = True) -> Measurement:
+            loader: Callable | None = None, fragments: bool = True,
+            derivations: tuple[str, ...] | None | Literal["default"] = "default") -> Measurement:
+    """``derivations``: which derivations of the supervision make an unseen bare number a risk
+    (``critique.relevance``); None removes every unseen value, as the guard did before."""
     from critique.leak_guard import LeakGuard
+
+    extra = {} if derivations == "default" else {"derivations": derivations}
 
     result = Measurement(with_auditor=auditor is not None)
     for case in cases:
         view, supervision = task_of(case, loader)
-        guard = LeakGuard(view, supervision, Plan.model_validate(case["p0"]))
+        start = time.perf_counter()
+        guard = LeakGuard(view, supervision, Plan.model_validate(case["p0"]), **extra)
         rules = bool(guard.scan(case["rationale"]))
+        result.seconds += time.perf_counter() - start
+        result.cases += 1
+        if rules and not case["leak"]:
+            result.clean_words_removed += sum(len(r.split()) for r in guard.redact(case["rationale"])[1])
         audited = rules
         if auditor is not None:
             audited = rules or bool(auditor.audit(supervision, case["rationale"]))
         cls = class_of(case)
         group = "clean"
         if case["leak"]:
-            group = "semantic" if (cls, case["kind"]) in SEMANTIC_KINDS else GROUPS.get(cls, "surface")
+            inner = tuple(case["kind"].split("/", 1)) if cls == "structural" else (cls, case["kind"])
+            group = "semantic" if inner in SEMANTIC_KINDS else GROUPS.get(inner[0], "surface")
+        elif case["kind"].startswith("structural_"):
+            group = "clean: plan-structural"
         for tally in (result.kinds.setdefault((cls, case["kind"]), Tally()),
                       result.classes.setdefault(cls, Tally()), result.groups.setdefault(group, Tally()),
                       result.leak if case["leak"] else result.clean):
@@ -210,9 +244,13 @@ def render(m: Measurement) -> str:
     for group in ("surface", "order", "semantic"):
         if group in m.groups:
             lines.append(line(f"catch: {group}", m.groups[group]))
+    if "clean: plan-structural" in m.groups:
+        lines.append(line("false alarms: plan-structural", m.groups["clean: plan-structural"]))
     lines += [line("catch rate (leaky)", m.leak), line("false alarms (clean)", m.clean),
               f"redacted IDs checked for fragments: {m.fragments_checked}; "
-              f"a fragment narrowing to ≤ {NARROWING_LIMIT} records left in {len(m.narrowing)}"]
+              f"a fragment narrowing to ≤ {NARROWING_LIMIT} records left in {len(m.narrowing)}",
+              (f"words removed per clean critique: {m.words_removed_per_clean:.3f}; "
+               f"guard time per critique (build + scan): {m.ms_per_critique:.2f} ms")]
     verdict = "meets" if m.meets_targets() else "MISSES"
     lines.append(f"rules {verdict} the targets: surface catch ≥ {SURFACE_TARGET:.1%}, "
                  f"false alarms ≤ {FALSE_ALARM_TARGET:.0%}, no narrowing fragment")

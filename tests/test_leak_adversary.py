@@ -11,7 +11,7 @@ import json
 import pytest
 
 from leakbench import adversary_corpus as leak_adversary
-from leakbench.adversary import clean, leaky
+from leakbench.adversary import clean, leaky, structural
 from leakbench.adversary.canon import Public
 from leakbench.fragments import narrowing, surviving_fragments
 
@@ -39,8 +39,10 @@ def test_every_class_in_every_domain_and_planted_written():
     cases = sample()
     per = collections.Counter((c["domain"], c["class"]) for c in cases)
     for d in leak_adversary.DOMAINS:
-        for cls in list(leaky.KINDS) + ["clean"]:
+        for cls in list(leaky.KINDS) + ["clean", "structural"]:
             assert per[(d, cls)] >= 2, (d, cls)
+    kinds = {c["kind"] for c in cases if not c["leak"]}
+    assert set(structural.KINDS) <= kinds  # the plan-structural clean classes
     ids = [c["id"] for c in cases]
     assert len(ids) == len(set(ids))
     for c in cases:
@@ -92,11 +94,11 @@ def test_narrowing_and_surviving_fragments():
 @pytest.mark.slow
 def test_full_corpus_balance_and_committed_file():
     cases = leak_adversary.build(seed=0)
-    assert 2500 <= len(cases) <= 4000
+    assert 4500 <= len(cases) <= 6500
     assert sum(not c["leak"] for c in cases) >= 0.3 * len(cases)
     per = collections.Counter((c["domain"], c["class"], c["kind"]) for c in cases)
     for d in leak_adversary.DOMAINS:
-        for cls, kinds in list(leaky.KINDS.items()) + [("clean", clean.KINDS)]:
+        for cls, kinds in list(leaky.KINDS.items()) + [("clean", {**clean.KINDS, **structural.KINDS})]:
             for kind in kinds:
                 if (d, cls, kind) not in NOT_IN:
                     assert per[(d, cls, kind)] >= 4, (d, cls, kind)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from critique.leak_guard import REDACTED, LeakGuard
 from envs.base import ReferenceAction, Supervision, TaskView
+from evrcore.plan import Plan
 
 VIEW = TaskView(
     env="tau2", domain="airline", task_id="t", opening_request="I want to cancel my trip to JFK.",
@@ -190,3 +191,70 @@ def test_auditor_spans_not_in_the_rationale_are_ignored():
 
     auditor = LeakAuditor(_Replies('{"leaks": ["words the critique never wrote"]}'))
     assert auditor.audit(SUPERVISION, "A clean rationale.") == []
+
+
+def test_numbers_about_the_plan_that_no_derivation_reaches_stay():
+    """Relevance before removal: step references beyond p0, sizes, counts in advice, shares and
+    durations carry nothing of the supervision, in digits or words and in other languages."""
+    g = guard()
+    for text in ["Steps 11 and 12 repeat the same lookup; step 14 should come first.",
+                 "Fifteen or twenty calls is far too many; about ten should do.",
+                 "A 30-step plan is hard to follow; keep it well under 25 tool calls.",
+                 "About 35% of the plan is lookups. Wait 45 seconds before rebooting.",
+                 "Retry at most 6 times, then ask no more than 7 questions.",
+                 "Los pasos 11 y 12 están invertidos; treinta llamadas son demasiadas.",
+                 "Dreißig Aufrufe sind zu viele; etwa 15 reichen.",
+                 "第11步和第12步顺序颠倒了。"]:
+        assert g.scan(text) == [], text
+
+
+def test_numbers_that_could_carry_the_answer_still_go():
+    """A number about the plan that a derivation reaches (the reference's own count of calls,
+    a stated value), and every unseen number outside such a context, an amount with cents or
+    a currency, a date and an ID, are removed."""
+    g = guard()
+    assert g.scan("This can be done in 4 calls.")  # the reference has four calls
+    assert g.scan("About 1270.5 percent.")  # record-shaped, whatever follows
+    for text in ["The fare is 162.", "Step 1 should use 87 dollars.", "Refund $33.10.",
+                 "Use 2024-06-02.", "Reservation ZZ9Q7P.", "Retry 1270 times."]:
+        assert g.scan(text), text
+
+
+def test_the_guard_before_relevance_removes_the_advice():
+    """Not vacuous: without derivations (every unseen value removed) the advice goes."""
+    old = LeakGuard(VIEW, SUPERVISION, derivations=None)
+    assert old.scan("Fifteen or twenty calls is far too many; about ten should do.")
+    assert old.scan("Steps 11 and 12 repeat the same lookup.")
+
+
+def test_a_kept_number_that_is_a_piece_of_a_removed_value_goes_with_it():
+    g = guard()
+    text = "Pay with the card ending 7285. I am 85% confident it is right."
+    redacted, removed = g.redact(text)
+    assert "85" not in redacted.replace(REDACTED, ""), redacted
+
+
+def test_pointers_at_one_record_and_states_the_reference_repairs():
+    g = guard()
+    assert any(f.kind == "pointer" for f in g.scan("Cancel the third reservation on the profile."))
+    assert g.scan("Cancel the reservation the user names.") == []
+    telecom = Supervision(task_id="t", reference_actions=[
+        ReferenceAction(name="toggle_airplane_mode", arguments={}, requestor="user")])
+    tg = LeakGuard(VIEW, telecom)
+    assert "state" in {f.kind for f in tg.scan("The root cause: airplane mode is switched on.")}
+    assert tg.scan("Check whether airplane mode is on before anything else.") == []
+
+
+def test_prose_that_says_what_each_call_does_tells_the_order():
+    sup = Supervision(task_id="t", reference_actions=[
+        ReferenceAction(name="modify_pending_order_items", arguments={}),
+        ReferenceAction(name="return_delivered_order_items", arguments={})])
+    view = VIEW.model_copy(update={"tools": [{"type": "function", "function": {"name": n, "parameters": {}}}
+                                             for n in ("modify_pending_order_items", "return_delivered_order_items",
+                                                       "cancel_pending_order")]})
+    plan = Plan.model_validate({"plan": "x", "tool_chain": [
+        {"name": "return_delivered_order_items", "parameter_description": "", "reason": ""},
+        {"name": "modify_pending_order_items", "parameter_description": "", "reason": ""}]})
+    g = LeakGuard(view, sup, plan)
+    assert [f.kind for f in g.scan("First change the order items, then return the order items.")] == ["sequence"]
+    assert g.scan("First return the order items, then change the order items.") == []  # p0's own order
