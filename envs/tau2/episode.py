@@ -86,9 +86,10 @@ class CallbackUser(UserSimulator):
     def set_seed(self, seed: int) -> None:
         pass
 
-    def _generate_next_message(
+    def generate_next_message(
         self, message: ValidUserInputMessage, state: UserState
     ) -> tuple[UserMessage, UserState]:
+        # Overridden whole (τ² 26.3 returns its helper's pair; τ³ 1.0 appends the helper's message)
         if isinstance(message, MultiToolMessage):
             state.messages.extend(message.tool_messages)
         else:

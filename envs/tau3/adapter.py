@@ -100,8 +100,24 @@ class Tau3Adapter(Tau2Environment):
         return trajectory
 
     def score(self, domain: str, task_id: str, trajectory: Trajectory) -> Score:
+        """The release's evaluator. NL assertions are graded by an LLM judge (gpt-4.1 in the
+        release) that an env server cannot call: the model layer (keys, cache, accounting,
+        scrubbing) is the runtime's. A task whose reward includes them is scored on its other
+        components, and the score says so (``NL_ASSERTION: None``, ``info.ungraded``)."""
         task = episode.with_opening(tasks.task(domain, task_id), trajectory.native["opening_request"])
-        return episode.score(domain, task, trajectory, env_kwargs=self.env_kwargs(domain, task))
+        criteria = task.evaluation_criteria
+        ungraded = [b for b in (criteria.reward_basis if criteria else []) if getattr(b, "value", b) == NL]
+        if ungraded:
+            task = task.model_copy(deep=True)
+            task.evaluation_criteria.reward_basis = [b for b in criteria.reward_basis if b not in ungraded]
+        score = episode.score(domain, task, trajectory, env_kwargs=self.env_kwargs(domain, task))
+        if ungraded:
+            score.breakdown[NL] = None
+            score.info["ungraded"] = [NL]
+        return score
+
+
+NL = "NL_ASSERTION"
 
 
 @tasks.once_per_process
