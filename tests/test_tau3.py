@@ -118,6 +118,18 @@ def test_retrieval_belongs_to_tau3_banking(validate, capsys):
     assert code == 2 and "retrieval configurations apply to --domain banking_knowledge only" in capsys.readouterr().err
 
 
+def test_the_current_release_has_a_config_and_table3_keeps_the_papers_tau2():
+    from runtime import validate as cli
+
+    args = cli.parser().parse_args(["--config", str(REPO / "configs" / "tau3.yaml"),
+                                    "--domain", "banking_knowledge", "--retrieval", "golden_retrieval"])
+    config = cli.load_config(args)
+    assert config.env == "tau3" and config.modes == ["direct", "plan-first", "refine"]
+    assert config.domain == "banking_knowledge" and config.retrieval == "golden_retrieval"
+    table3 = (REPO / "configs" / "table3.yaml").read_text(encoding="utf-8")
+    assert "env: tau2" in table3 and "env: tau3" not in table3
+
+
 # ---- with the release: gold and sabotaged replays --------------------------------------------------
 
 def replay(tmp_path: Path, env, domain: str, facts: dict, *, sabotage: bool = False, actions=None,
