@@ -41,7 +41,9 @@ def as_task(facts: dict[str, Any]) -> Any:
     actions = [SimpleNamespace(**a) for a in facts["actions"]]
     return SimpleNamespace(
         evaluation_criteria=SimpleNamespace(actions=actions, communicate_info=facts["communicate_info"]),
-        user_scenario=SimpleNamespace(instructions=SimpleNamespace(reason_for_call=facts["reason_for_call"])),
+        # free-text instructions (banking) carry the simulator's stop words: not the opening's
+        user_scenario=SimpleNamespace(instructions=SimpleNamespace(
+            reason_for_call=facts["reason_for_call"] or "I have a question about my account.")),
         last_write=facts.get("last_write"),
     )
 

@@ -248,6 +248,7 @@ def test_changed_airline_tasks_score_one_with_the_release_actions_and_the_table_
                  for a in tau2_tasks.task("airline", t).evaluation_criteria.actions or []]
              for t in CHANGED_AIRLINE}
     with_wheel = scores(replay(tmp_path, tau3_env, "airline", facts, actions=wheel, name="tau3-wheel"))
+    print(f"changed airline tasks, the wheel's actions on τ³: {dict(sorted(with_wheel.items(), key=lambda kv: int(kv[0])))}")
     assert {t for t, s in with_wheel.items() if s == 0.0} == WHEEL_ZERO, with_wheel
 
 

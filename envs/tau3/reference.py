@@ -64,7 +64,8 @@ def describe(adapter: Any, domain: str, task: Any, sabotage: bool = True) -> dic
         "communicate_info": list(criteria.communicate_info or []) if criteria else [],
         "nl_assertions": list(criteria.nl_assertions or []) if criteria else [],
         "reward_basis": [getattr(b, "value", str(b)) for b in (criteria.reward_basis or [])] if criteria else [],
-        "reason_for_call": getattr(instructions, "reason_for_call", None) or str(instructions),
+        # None where the instructions are free text (banking): they hold the simulator's stop words
+        "reason_for_call": getattr(instructions, "reason_for_call", None),
         "last_write": last_write(adapter, domain, task) if sabotage else None,
     }
 
