@@ -28,8 +28,7 @@ def reference(domains: list[str], task_ids: Optional[list[str]] = None, retrieva
         argv += ["--task-ids", ",".join(task_ids)] if task_ids else []
         argv += ["--retrieval", retrieval] if retrieval else []
         argv += [] if sabotage else ["--no-sabotage"]
-        env = {**os.environ, "PYTHONPATH": envs_only_path(), "TAU2_DATA_DIR": record["data_dir"],
-               "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env = {**os.environ, "PYTHONPATH": envs_only_path(), "TAU2_DATA_DIR": record["data_dir"]}
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
         if proc.returncode != 0:
             raise RuntimeError(f"reading τ³'s reference solutions failed: {proc.stderr.strip()[-1500:]}")

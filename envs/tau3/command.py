@@ -19,7 +19,7 @@ ADAPTER = "envs.tau3.adapter:Tau3Adapter"
 def server_command(python: str, data_dir: str, retrieval: Optional[str] = None) -> ServerCommand:
     """How to start one τ³ env server with the τ³ venv's interpreter ``python``."""
     env = {"PYTHONPATH": envs_only_path(), "TAU2_DATA_DIR": data_dir, "PYTHONHASHSEED": "0",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "TQDM_DISABLE": "1"}
+           "TQDM_DISABLE": "1"}
     if retrieval:
         env["EVR_TAU3_RETRIEVAL"] = retrieval
     return ServerCommand(name="tau3", argv=[python, "-m", "envs.protocol", ADAPTER], env=env)

@@ -34,8 +34,7 @@ def rescore(store: RunStore, timeout: float = 1800) -> tuple[list[Any], dict[str
         given.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
         import os
 
-        env = {**os.environ, "PYTHONPATH": envs_only_path(), "TAU2_DATA_DIR": record["data_dir"],
-               "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env = {**os.environ, "PYTHONPATH": envs_only_path(), "TAU2_DATA_DIR": record["data_dir"]}
         env = {k: v for k, v in env.items() if not any(s in k.upper() for s in ("API_KEY", "TOKEN", "SECRET"))}
         proc = subprocess.run([record["python"], "-m", "envs.tau3.regrade", "--records", str(given),
                                "--out", str(out)], capture_output=True, text=True, env=env, timeout=timeout)
