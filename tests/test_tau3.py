@@ -231,6 +231,7 @@ def test_banking_gold_replay_scores_one_on_at_least_95_of_97(tmp_path, tau3_gold
     assert len(facts["banking_knowledge"]) == 97
     records = replay(tmp_path, tau3_golden_env, "banking_knowledge", facts, name="tau3-bank-all")
     failing = {t: r.score for t, r in records.items() if r.score != 1.0}
+    print(f"banking golden_retrieval gold replay: {97 - len(failing)} of 97 score 1.0; not: {failing}")
     assert len(failing) <= 2, f"{len(failing)} of 97 banking tasks did not score 1.0: {failing}"
 
 
@@ -255,3 +256,22 @@ def test_changed_airline_tasks_score_one_with_the_release_actions_and_the_table_
 WHEEL_ZERO: set[str] = set(CHANGED_AIRLINE)
 """Changed airline tasks on which the wheel's reference actions score 0.0 on τ³ (docs/tau3.md):
 all eleven, each on the DB component (measured; the table is in docs/tau3.md)."""
+
+
+def test_what_the_agent_can_retrieve_is_public_for_the_guard_and_nothing_else():
+    """τ³ banking under a search configuration: a fee the knowledge base states may pass in a
+    critique (the agent can look it up); the same fee is removed when it is not retrievable."""
+    from critique.leak_guard import LeakGuard
+    from envs.base import ReferenceAction, Supervision, TaskView
+
+    base = dict(env="tau3", domain="banking_knowledge", task_id="t", policy="Help customers choose cards.",
+                tools=[{"type": "function", "function": {"name": "KB_search", "parameters": {}}}],
+                opening_request="Which card suits me?")
+    supervision = Supervision(task_id="t", reference_actions=[ReferenceAction(
+        name="apply_for_credit_card", arguments={"card_type": "Gold Rewards Card", "annual_fee": 395})])
+    text = "The plan ignores the 395 dollar annual fee the card carries (E3)."
+    hidden = LeakGuard(TaskView(**base), supervision).scan(text)
+    assert [f.text for f in hidden if f.kind == "value"] == ["395"]
+    public = TaskView(**base, retrievable="doc_gold_001 Gold Rewards Card: annual fee $395, 3% cash back.")
+    assert LeakGuard(public, supervision).scan(text) == []
+    assert "395" not in public.text()  # retrievable text is the guard's, never a prompt's

@@ -175,9 +175,9 @@ def agree(tmp_path, monkeypatch, domain: str, ids: list[str], *, sabotage=False,
 
 AIRLINE_SAMPLE = ["0", "7"]
 AIRLINE_TEN = ["0", "1", "3", "4", "5", "7", "10", "11", "12", "13"]
-AIRLINE_WRITES = ["7", "23", "29", "33", "35", "37", "44", "11", "13", "15"]
-BANKING_TEN = ["task_001", "task_002", "task_003", "task_004", "task_005", "task_006", "task_007",
-               "task_008", "task_009", "task_010"]
+AIRLINE_WRITES = ["7", "11", "12", "14", "15", "17", "20", "21", "23", "33"]
+"""Tasks with a reference write whose omission changes τ³'s gold end state (the sabotage drops it)."""
+BANKING_TEN = ["task_001", "task_002", "task_003", "task_004", "task_005", "task_006", "task_007", "task_008", "task_010", "task_012"]
 
 
 def test_direct_sends_what_the_releases_tau2_run_sends_airline_sample(tmp_path, monkeypatch):
