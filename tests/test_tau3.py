@@ -275,3 +275,22 @@ def test_what_the_agent_can_retrieve_is_public_for_the_guard_and_nothing_else():
     public = TaskView(**base, retrievable="doc_gold_001 Gold Rewards Card: annual fee $395, 3% cash back.")
     assert LeakGuard(public, supervision).scan(text) == []
     assert "395" not in public.text()  # retrievable text is the guard's, never a prompt's
+
+
+def test_a_second_setup_of_the_same_source_keeps_the_venv():
+    import os
+
+    from envs.tau3 import setup
+
+    record = tau3_record()
+    if os.environ.get(setup.PYTHON_VAR) or not record.get("fingerprint"):
+        pytest.skip("the τ³ venv was not made by `runtime.envs setup` with a fingerprint")
+    lines: list[str] = []
+    started = __import__("time").monotonic()
+    again = setup.setup(os.environ["TAU3_SOURCE"], python=record["base_python"],
+                        home=Path(record["venv"]).parent, say=lines.append)
+    assert again["reused"] is True, lines
+    assert again["python"] == record["python"] and again["fingerprint"] == record["fingerprint"]
+    assert again["task_sets"]["airline"]["tasks"] == 50 and again["task_sets"]["banking_knowledge"]["tasks"] == 97
+    assert not any("installing" in line for line in lines), lines
+    assert __import__("time").monotonic() - started < 120
