@@ -140,8 +140,14 @@ def compare(tau2_bodies: list[dict], runtime_bodies: list[dict], ids: list[str])
         assert len(ours[task_id]) == len(theirs[task_id]), task_id
         for a, b in zip(theirs[task_id], ours[task_id]):
             counts["requests"] += 1
-            counts["equal_json"] += {k: v for k, v in a.items() if k != "_raw"} == \
-                {k: v for k, v in b.items() if k != "_raw"}
+            x, y = ({k: v for k, v in c.items() if k != "_raw"} for c in (a, b))
+            counts["equal_json"] += x == y
+            if x != y and "first_json_difference" not in counts:
+                keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+                pairs = [(p, q) for p, q in zip(x.get("messages", []), y.get("messages", [])) if p != q]
+                counts["first_json_difference"] = f"{task_id}: {keys} " + (
+                    f"tau2 run: {json.dumps(pairs[0][0])[:300]} runtime: {json.dumps(pairs[0][1])[:300]}"
+                    if pairs else f"{len(x.get('messages', []))} vs {len(y.get('messages', []))} messages")
             counts["equal_bytes"] += a["_raw"] == b["_raw"]
             counts["equal_value_bytes"] += top_level(a["_raw"]) == top_level(b["_raw"])
             if a["_raw"] != b["_raw"] and "first_byte_difference" not in counts:
@@ -160,6 +166,7 @@ def agree(tmp_path, monkeypatch, domain: str, ids: list[str], *, sabotage=False,
         ours = runtime_direct(stub, domain, ids, tmp_path / "rt", retrieval, monkeypatch)
         runtime_bodies = stub.take()
     counts = compare(tau2_bodies, runtime_bodies, ids)
+    print(f"tau3 {domain} agreement: {counts}")
     assert counts["equal_json"] == counts["requests"], counts
     # Every value byte for byte (messages, tools, seed, ...). The top-level parameters' order is
     # the two litellm versions' (the release pins < 1.82.7, which sends them sorted by name; the
@@ -169,7 +176,6 @@ def agree(tmp_path, monkeypatch, domain: str, ids: list[str], *, sabotage=False,
     for task_id in ids:
         assert ours[task_id]["score"] == theirs[task_id]["reward"], task_id
         assert ours[task_id]["breakdown"] == theirs[task_id]["reward_breakdown"], task_id
-    print(f"tau3 {domain} agreement: {counts}")
     return {"counts": counts, "scores": {t: ours[t]["score"] for t in ids}}
 
 

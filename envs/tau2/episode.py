@@ -77,7 +77,9 @@ class CallbackUser(UserSimulator):
 
     def __init__(self, env: Environment, task: Task, user_turn: UserTurn):
         try:
-            tools = env.get_user_tools()
+            # τ³ (tau2-bench 1.0) gives the user only the task's own tools, as ``tau2 run`` does
+            tools = (env.get_user_tools(include=task.user_tools) if "user_tools" in type(task).model_fields
+                     else env.get_user_tools())
         except Exception:  # noqa: BLE001 - τ² raises when a domain has no user tools
             tools = None
         super().__init__(tools=tools or None, instructions=str(task.user_scenario), llm=None)
