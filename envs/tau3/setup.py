@@ -173,7 +173,9 @@ def data_folder(checkout: Path, home: Path, say: Callable[[str], None]) -> tuple
 # ---- set-up --------------------------------------------------------------------------------------
 
 def _reusable(record: Optional[dict[str, Any]], venv: Path, stamp: str) -> bool:
-    return bool(record and record.get("fingerprint") == stamp and record.get("venv") == str(venv)
+    # the same folder, however it is spelled (a cache folder reached through a link)
+    return bool(record and record.get("fingerprint") == stamp and record.get("venv")
+                and Path(record["venv"]).resolve() == venv.resolve()
                 and Path(record.get("python", "")).exists())
 
 
