@@ -116,7 +116,7 @@ class LeakGuard:
                                     frozenset(), frozenset(), frozenset())
         self.public = structure
         for part in (view.instructions, view.policy, json.dumps(view.tools, sort_keys=True, ensure_ascii=False),
-                     view.opening_request or "", plan_text(plan)):
+                     view.opening_request or "", plan_text(plan), view.retrievable):
             self.public = self.public | vs.public_values(part)  # each part parsed once per process
         self._public_stems = {stem(w) for w in self.public.words}
         self._secret = _secret_readings(supervision)

@@ -63,6 +63,12 @@ class TaskView(BaseModel):
         "runtime once per (task, trial) so every mode sees the same words.",
     )
     categories: list[str] = Field(default_factory=list)
+    retrievable: str = Field(
+        default="",
+        description="What the agent can look up with its tools beyond the policy (τ³ banking's "
+        "knowledge base under a search configuration): public for the leak guard, since a value "
+        "the agent can retrieve is no secret, but never put into a model's prompt as such.",
+    )
 
     @property
     def tool_names(self) -> list[str]:

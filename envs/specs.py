@@ -22,8 +22,9 @@ class EnvSpec:
     """The domain a run uses when none is given."""
     launcher: str
     """Where it runs without containers: ``inproc`` (this interpreter) or ``venv`` (its own)."""
-    container_target: str
-    """The Dockerfile target that builds its env-server image."""
+    container_target: str | None
+    """The Dockerfile target that builds its env-server image (None: none yet; ``--sandbox
+    docker`` is refused and ``auto`` uses the launcher)."""
     embedded_domain: str | None = None
     """The domain the offline embedded-model default run uses (None: the default domain)."""
     setup_module: str | None = None
@@ -37,10 +38,13 @@ class EnvSpec:
     commands can refuse a bad domain, split or task id before importing the benchmark (None:
     nothing remembered, every check waits for the adapter)."""
 
-    def create(self) -> Environment:
+    options: tuple[str, ...] = ()
+    """The run options its adapter takes as keyword arguments (τ³: ``retrieval``)."""
+
+    def create(self, **options) -> Environment:
         module, _, attr = self.adapter.partition(":")
-        factory: Callable[[], Environment] = getattr(importlib.import_module(module), attr)
-        return factory()
+        factory: Callable[..., Environment] = getattr(importlib.import_module(module), attr)
+        return factory(**{k: v for k, v in options.items() if v is not None})
 
 
 ENVIRONMENTS: dict[str, EnvSpec] = {
@@ -52,6 +56,9 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
                            default_domain="default", launcher="venv",
                            container_target="env-toolsandbox",
                            setup_module="envs.toolsandbox.setup", native_sampling=False),
+    "tau3": EnvSpec(name="tau3", adapter="envs.tau3:Tau3Environment", default_domain="airline",
+                    launcher="venv", container_target=None, embedded_domain="mock",
+                    setup_module="envs.tau3.setup", options=("retrieval",)),
 }
 
 SANDBOXES = ("inproc", "auto", "docker")

@@ -1,5 +1,7 @@
-"""``python -m runtime.report RUN [--apb-out FILE]``: rebuild a run folder's report from its
-records, and optionally export its judged plans in APB's judgement-record shape.
+"""``python -m runtime.report RUN [--apb-out FILE] [--regrade tau3]``: rebuild a run folder's
+report from its records, and optionally export its judged plans in APB's judgement-record shape;
+or re-grade a τ² run against τ³'s corrected tasks (``runtime.reports.regrade``: flipped verdicts
+per task, Δ on both task sets; the folder is left as it is).
 
 The command only; what the report holds is built in ``runtime.reports.report`` and the export
 in ``runtime.reports.apb_export``. It reads an existing run folder and never creates one.
@@ -8,6 +10,7 @@ in ``runtime.reports.apb_export``. It reads an existing run folder and never cre
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -29,7 +32,41 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--apb-out", type=Path, metavar="FILE",
                    help="also write one JSON line per judged plan (p0 and p1) in the Agent Planning "
                         "Benchmark's judgement-record shape, readable by APB's scorer")
+    p.add_argument("--regrade", choices=["tau3"],
+                   help="re-score the run's episodes against τ³'s corrected tasks (needs `python -m "
+                   "runtime.envs setup tau3`): flipped verdicts per task and Refine − Plan-first on "
+                   "both task sets; writes nothing into the run folder")
+    p.add_argument("--regrade-out", type=Path, metavar="FILE",
+                   help="with --regrade: also write the per-record τ³ scores as JSON to FILE")
     return p
+
+
+def regrade(args: argparse.Namespace) -> int:
+    """``--regrade``: the table on stdout, the scores to ``--regrade-out``; the folder untouched."""
+    from envs.base import EnvError
+    from runtime.folder.store import RunStore
+    from runtime.reports import regrade as rg
+
+    if args.regrade_out is not None and (problem := unwritable(args.regrade_out)):
+        print(f"error: --regrade-out {args.regrade_out}: {problem}", file=sys.stderr)
+        return 2
+    store = RunStore(args.run)
+    envs = sorted({r.key.env for r in store.records()})
+    if envs != ["tau2"]:
+        print(f"error: --regrade tau3 re-scores a τ² run; {args.run} holds {', '.join(envs)} records",
+              file=sys.stderr)
+        return 2
+    try:
+        records, regraded = rg.rescore(store)
+    except (EnvError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(rg.markdown(args.run, records, regraded), end="")
+    if args.regrade_out is not None:
+        args.regrade_out.write_text(json.dumps({"flips": rg.flips(records, regraded),
+                                                "deltas": rg.deltas(records, regraded),
+                                                "records": regraded}, indent=1), encoding="utf-8")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.run} is not a run folder: {what} (no records.jsonl); give a folder "
               "written by validate, ablate or table3", file=sys.stderr)
         return 2
+    if args.regrade:
+        return regrade(args)
     if args.apb_out is not None and (problem := unwritable(args.apb_out)):
         print(f"error: --apb-out {args.apb_out}: {problem}; give a file path in a writable folder "
               "(nothing was written)", file=sys.stderr)

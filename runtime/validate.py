@@ -51,8 +51,11 @@ def parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(MODES)}, all (the three), or comma-separated modes; "
                    f"{AA_MODE}: Plan-first again with independent trial seeds, the A/A arm whose Δ "
                    "is the run's noise floor (e.g. --mode plan-first,refine,plan-first-aa)")
-    p.add_argument("--domain", help="τ²-bench domain: airline, retail, telecom, mock (default airline)")
+    p.add_argument("--domain", help="τ²-bench domain: airline, retail, telecom, mock (default "
+                   "airline); τ³ (--env tau3) also banking_knowledge")
     p.add_argument("--split", help="task split, e.g. base, train, test (default base)")
+    p.add_argument("--retrieval", help="τ³ banking_knowledge's retrieval configuration, offline: "
+                   "bm25 (default), bm25_grep, grep_only, full_kb, golden_retrieval, no_knowledge")
     p.add_argument("--tasks", help="a count (a seeded sample of the split) or comma-separated task "
                    "ids; '7' is a count, '7,' the task with id 7")
     p.add_argument("--task-ids", help="comma-separated task ids")

@@ -45,8 +45,16 @@ class GoldReplay:
     def model_name(self, name: str = "gold") -> str:
         return register_script(name, self)
 
+    def task_of(self, domain: str, task_id: str) -> Any:
+        """The task whose reference solution is played (τ²'s, in this process)."""
+        return tau2_tasks.task(domain, task_id)
+
+    def sabotage_index(self, domain: str, task: Any) -> int | None:
+        """Which reference action the sabotaged replay leaves out."""
+        return last_state_changing_write(domain, task)
+
     def __call__(self, request: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
-        task = tau2_tasks.task(context["domain"], context["task_id"])
+        task = self.task_of(context["domain"], context["task_id"])
         purpose = context.get("purpose")
         if purpose == "user" and _is_opening(request):
             return text(opening_words(task))
@@ -66,7 +74,7 @@ class GoldReplay:
     def _actions(self, domain: str, task: Any) -> list[Any]:
         actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
         if self.drop_last_write:
-            index = last_state_changing_write(domain, task)
+            index = self.sabotage_index(domain, task)
             if index is not None:
                 del actions[index]
         return actions

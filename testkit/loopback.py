@@ -121,7 +121,8 @@ class _ProxyHandler(_Handler):
         body = json.loads(raw or b"{}")
         with owner.lock:
             n = len(owner.requests)
-            owner.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
+            owner.requests.append({"path": self.path, "headers": dict(self.headers.items()), "body": body,
+                                   "raw": (raw or b"").decode("utf-8", errors="replace")})
             fault = owner.schedule(n, body)
             if fault:
                 owner.injected.append(fault)

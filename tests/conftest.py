@@ -123,14 +123,59 @@ def ts_env(ts_python):
     env.close()
 
 
+# ---- τ³: the same, for tau2-bench 1.0.1 in its venv ---------------------------------------------
+
+REQUIRE_TAU3 = "EVR_REQUIRE_TAU3"
+ENABLE_TAU3 = ("τ³ tests skipped: run `python -m runtime.envs setup tau3 --source <path or git URL of "
+               "sierra-research/tau2-bench 1.0.1>`, then set TAU3_SOURCE=<that source>")
+
+
+def tau3_record() -> dict:
+    """The set-up τ³ (its record), or a skip naming what is missing."""
+    if not os.environ.get("TAU3_SOURCE"):
+        pytest.skip(ENABLE_TAU3)
+    from envs.server_client import EnvUnavailableError
+    from envs.tau3.setup import installed
+
+    try:
+        return installed()
+    except EnvUnavailableError as exc:
+        pytest.skip(f"TAU3_SOURCE is set but {exc}")
+
+
+@pytest.fixture(scope="module")
+def tau3_env():
+    tau3_record()
+    from envs.tau3 import Tau3Environment
+
+    env = Tau3Environment(max_servers=2)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def tau3_golden_env():
+    """τ³ with banking's ``golden_retrieval`` (the task's required documents in the policy)."""
+    tau3_record()
+    from envs.tau3 import Tau3Environment
+
+    env = Tau3Environment(retrieval="golden_retrieval", max_servers=2)
+    yield env
+    env.close()
+
+
+REQUIRED = {"toolsandbox": REQUIRE_TOOLSANDBOX, "tau3": REQUIRE_TAU3}
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """With ``EVR_REQUIRE_TOOLSANDBOX=1`` (CI with the source at hand) a skipped ToolSandbox test
-    is a failure: a ToolSandbox check that silently did not run proves nothing."""
+    """With ``EVR_REQUIRE_TOOLSANDBOX=1`` / ``EVR_REQUIRE_TAU3=1`` (CI with the source at hand) a
+    skipped ToolSandbox / τ³ test is a failure: a check that silently did not run proves nothing."""
     outcome = yield
     report = outcome.get_result()
-    if (report.skipped and os.environ.get(REQUIRE_TOOLSANDBOX) == "1"
-            and "toolsandbox" in item.nodeid.split("::")[0].lower()):
-        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        report.outcome = "failed"
-        report.longrepr = f"skipped although {REQUIRE_TOOLSANDBOX}=1: {reason}"
+    module = item.nodeid.split("::")[0].lower()
+    for word, var in REQUIRED.items():
+        if report.skipped and os.environ.get(var) == "1" and word in module:
+            reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            report.outcome = "failed"
+            report.longrepr = f"skipped although {var}=1: {reason}"

@@ -44,9 +44,9 @@ class Stub:
         self.url = self.proxy.url + "/v1"
 
     def take(self) -> list[dict]:
-        """The request bodies seen since the last call."""
+        """The request bodies seen since the last call (each with its bytes under ``_raw``)."""
         with self.proxy.lock:
-            bodies = [r["body"] for r in self.proxy.requests]
+            bodies = [{**r["body"], "_raw": r["raw"]} for r in self.proxy.requests]
             self.proxy.requests.clear()
         return bodies
 
@@ -101,7 +101,17 @@ def by_task(bodies: list[dict], replay) -> dict[str, list[dict]]:
     return out
 
 
+def byte_differences(tau2_bodies: list[dict], runtime_bodies: list[dict], replay) -> list[str]:
+    """Requests whose bytes differ (tool-call ids masked), as 'task #n', in order: equal JSON is
+    not enough for a provider-side cache keyed on the body."""
+    ours, theirs = by_task(runtime_bodies, replay), by_task(tau2_bodies, replay)
+    return [f"{task_id} #{i}" for task_id in theirs for i, (a, b) in enumerate(zip(theirs[task_id], ours.get(task_id, [])))
+            if a["_raw"] != b["_raw"]]
+
+
 def first_difference(a: list[dict], b: list[dict]) -> str:
+    a = [{k: v for k, v in x.items() if k != "_raw"} for x in a]
+    b = [{k: v for k, v in y.items() if k != "_raw"} for y in b]
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
             keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
@@ -120,7 +130,11 @@ def assert_same_requests(tau2_bodies, runtime_bodies, replay, ids) -> dict[str, 
     ours, theirs = by_task(runtime_bodies, replay), by_task(tau2_bodies, replay)
     assert sorted(theirs) == sorted(ids) == sorted(ours)
     for task_id in ids:
-        assert ours[task_id] == theirs[task_id], f"{task_id}: {first_difference(theirs[task_id], ours[task_id])}"
+        same_json = [{k: v for k, v in b.items() if k != "_raw"} for b in ours[task_id]] == \
+            [{k: v for k, v in b.items() if k != "_raw"} for b in theirs[task_id]]
+        assert same_json, f"{task_id}: {first_difference(theirs[task_id], ours[task_id])}"
+    differ = byte_differences(tau2_bodies, runtime_bodies, replay)
+    assert not differ, f"{len(differ)} requests equal as JSON differ in bytes: {differ[:5]}"
     return ours
 
 

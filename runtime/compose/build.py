@@ -100,9 +100,13 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         for spec in specs.values():
             check_provider(spec)
         env_spec = registry.spec(config.env)
-        env = get_environment(config.env, sandbox=config.sandbox)
         selection = task_selection(config, env_spec, embedded)
         domain = selection.domain
+        if config.retrieval is not None:
+            from envs.tau3.retrieval import check as check_retrieval
+
+            check_retrieval(config.retrieval, domain)
+        env = get_environment(config.env, sandbox=config.sandbox, retrieval=config.retrieval)
         if domain not in env.domains():
             raise unknown_domain(config.env, domain, env.domains())
         if embedded and config.task_count_or_ids() == (None, None):
@@ -134,7 +138,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         from runtime.backends.ray_backend import ACCEPTED_ADDRESS, reachable
 
         reachable(config.ray_address, ACCEPTED_ADDRESS)
-    identity = fingerprint.fingerprint(spec, config.env)
+    identity = fingerprint.fingerprint(spec, config.env, env_object=env)
     opening = FolderOpening(out)
     try:
         store = open_folder(out, "--out", RunStore)

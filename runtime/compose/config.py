@@ -213,6 +213,9 @@ class RunConfig(RunSettings):
         "records what ran: an ablation's plan-first and refine, a table3 cell's modes).")
     domain: str | None = None
     split: str | None = None
+    retrieval: str | None = Field(
+        default=None, description="τ³ banking_knowledge's retrieval configuration (an offline "
+        "one: bm25, bm25_grep, full_kb, golden_retrieval, grep_only, no_knowledge; default bm25).")
     tasks: str | None = Field(
         default=None,
         description="A count (a seeded sample of the split), or comma-separated task ids. τ² ids "

