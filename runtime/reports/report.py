@@ -50,7 +50,7 @@ def rows(df: pd.DataFrame, published: dict[str, Any], pooled: bool = False) -> l
     from its domains pooled, as the paper's table does). Each row's ``env`` says the domain when
     the folder holds more than one."""
     out = []
-    mixed = "fingerprint" in df and df["fingerprint"].nunique() > 1
+    mixed = settings_mixed(df)
     split = not pooled and "domain" in df and df["domain"].nunique() > 1  # never one mean over two domains
     by = ["env", "model"] + (["domain"] if split else []) + (["fingerprint"] if mixed else [])
     for group, cell in df.groupby(by, sort=True):
@@ -65,6 +65,16 @@ def rows(df: pd.DataFrame, published: dict[str, Any], pooled: bool = False) -> l
                 row.update(env=f"{env}/{group[2]}", domain=group[2])
             out.append(row)
     return out
+
+
+def settings_mixed(df: pd.DataFrame) -> bool:
+    """Whether one environment's domain holds records of more than one settings fingerprint.
+    Two domains differ in their task sets, so their fingerprints differ by construction: that is
+    no change of settings, and a pooled table3 cell or a folder resumed on another domain is
+    still one experiment a domain."""
+    if "fingerprint" not in df or df.empty:
+        return False
+    return bool(df.groupby(["env", "domain"])["fingerprint"].nunique().max() > 1)
 
 
 def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dict[str, Any]) -> dict[str, Any]:
@@ -322,7 +332,7 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     head, _, rest = markdown(table, title).partition("\n\n")
     md = (f"{head}\n\n{task_sets.header(folder)}{rest}" + leaks.markdown_section(df) + provenance.markdown_section(df)
           + verdicts.markdown_section(df))
-    if "fingerprint" in df and df["fingerprint"].nunique() > 1:
+    if settings_mixed(df):
         counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
         md += f"\n> **warning:** {mixed_settings(counts)}; each row above is one fingerprint.\n"
     if note := store.skipped_note():

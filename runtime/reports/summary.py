@@ -137,7 +137,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
         result["error_warnings"] = error_warnings({name: arm_errors(df[df["arm"] == name]) for name in by_arm})
     if not df.empty:
         result["fingerprints"] = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
-        if len(result["fingerprints"]) > 1:
+        if df.groupby(["env", "domain"])["fingerprint"].nunique().max() > 1:  # domains' task sets differ by design
             result["settings_warning"] = mixed_settings(result["fingerprints"])
     if not df.empty:
         from runtime.reports.deltas import comparisons
