@@ -18,6 +18,7 @@ minimum detectable Δ (MDE) is the Δ that test finds with the stated power at l
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -126,16 +127,7 @@ def trials_for(components: Components, tasks: int, target: float, *, alpha: floa
     number of trials reaches it (the task × arm term's floor, or too few tasks)."""
     if not target > 0:
         raise ValueError(f"target Δ must be > 0, got {target!r}")
-    if mde(components, tasks, MAX_TRIALS, alpha=alpha, power=power) > target:
-        return None
-    low, high = 1, MAX_TRIALS
-    while low < high:
-        middle = (low + high) // 2
-        if mde(components, tasks, middle, alpha=alpha, power=power) <= target:
-            high = middle
-        else:
-            low = middle + 1
-    return low
+    return _fewest(1, MAX_TRIALS, lambda n: mde(components, tasks, n, alpha=alpha, power=power) <= target)
 
 
 def tasks_for(components: Components, trials: int, target: float, *, alpha: float = ALPHA,
@@ -143,12 +135,17 @@ def tasks_for(components: Components, trials: int, target: float, *, alpha: floa
     """The fewest tasks whose MDE at ``trials`` is at most ``target`` (``None`` past ``limit``)."""
     if not target > 0:
         raise ValueError(f"target Δ must be > 0, got {target!r}")
-    if mde(components, limit, trials, alpha=alpha, power=power) > target:
+    return _fewest(2, limit, lambda n: mde(components, n, trials, alpha=alpha, power=power) <= target)
+
+
+def _fewest(low: int, high: int, enough: Callable[[int], bool]) -> int | None:
+    """The smallest n in [low, high] for which ``enough(n)`` holds, by bisection (the MDE falls
+    as tasks or trials grow); ``None`` when even ``high`` is not enough."""
+    if not enough(high):
         return None
-    low, high = 2, limit
     while low < high:
         middle = (low + high) // 2
-        if mde(components, middle, trials, alpha=alpha, power=power) <= target:
+        if enough(middle):
             high = middle
         else:
             low = middle + 1
