@@ -15,6 +15,12 @@ timed and compared against the same "model":
 * the user plays its own reference actions as tool calls when asked, then says how many it did,
   and stops once the agent says it is done.
 
+* a judge request (τ³'s NL-assertion judge: its system prompt asks for ``expectedOutcome``
+  verdicts) gets one verdict per assertion listed in its ``expectedOutcomes``, in τ³'s JSON
+  format: met when the conversation reached the agent's closing line and the stub is not
+  sabotaging, unmet otherwise. A script, not a grader: it lets ``tau2 run`` and the runtime be
+  compared on tasks whose reward includes NL assertions.
+
 ``--sabotage`` leaves out the last reference write that changes the end state (the replay must
 then score 0). Stateless per request (everything is read back from the conversation), so any
 concurrency works. It measures plumbing, never a model.
@@ -25,6 +31,7 @@ concurrency works. It measures plumbing, never a model.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -66,6 +73,8 @@ class Replay:
     def answer(self, body: dict) -> dict:
         messages = body["messages"]
         system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
+        if "`expectedOutcome`" in system:
+            return self._judge(messages)
         if "<scenario>" in system:
             return self._user(system, messages)
         return self._agent(messages)
@@ -126,6 +135,18 @@ class Replay:
         if index < len(actions) and actions[index].requestor == "user":
             return _call(actions[index])
         return {"content": f"Done on my phone. [did {did}]"}
+
+    def _judge(self, messages: list[dict]) -> dict:
+        prompt = next(m.get("content") or "" for m in messages if m["role"] == "user")
+        conversation, _, listed = prompt.partition("expectedOutcomes:")
+        try:
+            assertions = ast.literal_eval(listed.strip())
+        except (ValueError, SyntaxError) as exc:
+            raise LookupError(f"a judge request whose expectedOutcomes are not a list: {exc}") from None
+        met = DONE in conversation and not self.sabotage
+        return {"content": json.dumps({"results": [
+            {"expectedOutcome": a, "reasoning": "scripted verdict (stub)", "metExpectation": met}
+            for a in assertions]})}
 
     def _agent(self, messages: list[dict]) -> dict:
         first_user = next(m.get("content") or "" for m in messages if m["role"] == "user")

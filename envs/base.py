@@ -35,6 +35,11 @@ AgentTurn = Callable[[list[ChatMessage], list[ToolSchema]], ChatMessage]
 UserTurn = Callable[[str, list[ChatMessage], list[ToolSchema] | None], ChatMessage]
 """The simulated user: (its system prompt, conversation from its side, its tools) → message."""
 
+JudgeTurn = Callable[[str, list[ChatMessage], dict], ChatMessage]
+"""A benchmark's own LLM judge, answered by the runtime: (the model the benchmark names, the
+messages the benchmark's evaluator built, its sampling options) → the judge's reply. τ³ grades
+NL assertions this way; the prompt and the verdict's parsing stay the benchmark's."""
+
 
 class TaskView(BaseModel):
     """Task-facing view: everything the planner, reviser and executor may see."""

@@ -11,7 +11,8 @@ Framing: one JSON object per line, UTF-8, each with a ``kind``:
 * ``request``        client → server  ``{id, op, args}``
 * ``response``       server → client  ``{id, result}`` or ``{id, error}``
 * ``callback``       server → client  ``{id, name, args}`` — only while a request is open: the
-  server asks the runtime for a model turn (``agent_turn`` / ``user_turn``)
+  server asks the runtime for a model turn (``agent_turn`` / ``user_turn``), or, during a
+  ``score`` whose request says the runtime has one, for its LLM judge's reply (``judge_turn``)
 * ``callback_reply`` client → server  ``{id, result}`` or ``{id, error}``
 
 Ops: ``hello`` (version check, starts the environment), ``health``, ``list_tasks``, ``load``,
@@ -52,7 +53,7 @@ from envs.base import (
 PROTOCOL_VERSION = 1
 
 Op = Literal["hello", "health", "list_tasks", "load", "opening_request", "play", "score", "shutdown"]
-CallbackName = Literal["agent_turn", "user_turn"]
+CallbackName = Literal["agent_turn", "user_turn", "judge_turn"]
 ErrorType = Literal[
     "bad_request",      # malformed message or args
     "unknown_task",     # a domain, split or task id the environment does not have
@@ -171,6 +172,8 @@ class PlayResult(_Model):
 
 class ScoreArgs(TaskArgs):
     trajectory: Trajectory
+    judge: bool = False
+    """The runtime answers ``judge_turn`` callbacks during this score (a benchmark's LLM judge)."""
 
 
 class ScoreResult(_Model):
@@ -188,6 +191,12 @@ class UserTurnArgs(_Model):
     tools: Optional[list[ToolSchema]] = None
 
 
+class JudgeTurnArgs(_Model):
+    model: str
+    messages: list[ChatMessage]
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
 class TurnResult(_Model):
     message: ChatMessage
 
@@ -201,7 +210,8 @@ RESULTS: dict[str, type[_Model]] = {
     "load": LoadResult, "opening_request": OpeningResult, "play": PlayResult,
     "score": ScoreResult, "shutdown": Empty,
 }
-CALLBACK_ARGS: dict[str, type[_Model]] = {"agent_turn": AgentTurnArgs, "user_turn": UserTurnArgs}
+CALLBACK_ARGS: dict[str, type[_Model]] = {"agent_turn": AgentTurnArgs, "user_turn": UserTurnArgs,
+                                          "judge_turn": JudgeTurnArgs}
 
 
 # ---- framing ---------------------------------------------------------------------------------
@@ -271,6 +281,9 @@ class ServerConnection:
     def user_turn(self, system_prompt: str, messages: list[ChatMessage],
                   tools: Optional[list[ToolSchema]]) -> ChatMessage:
         return self.call("user_turn", UserTurnArgs(system_prompt=system_prompt, messages=messages, tools=tools))
+
+    def judge_turn(self, model: str, messages: list[ChatMessage], options: dict[str, Any]) -> ChatMessage:
+        return self.call("judge_turn", JudgeTurnArgs(model=model, messages=messages, options=options))
 
 
 def _error(exc: BaseException, kind: Optional[str] = None) -> ErrorInfo:
@@ -353,6 +366,9 @@ def _dispatch(env: Any, request: Request, conn: ServerConnection) -> _Model:
                               conn.user_turn, args.seed, args.max_steps)
         return PlayResult(trajectory=trajectory)
     if op == "score":
+        if args.judge:  # only an adapter that grades with a judge is asked with one
+            return ScoreResult(score=env.score(args.domain, args.task_id, args.trajectory,
+                                               judge=conn.judge_turn))
         return ScoreResult(score=env.score(args.domain, args.task_id, args.trajectory))
     raise EnvError(f"unsupported op {op!r}")  # pragma: no cover - Op is closed
 

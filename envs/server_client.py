@@ -40,6 +40,7 @@ from envs.base import (
     Supervision,
     TaskSelection,
     TaskView,
+    JudgeTurn,
     Trajectory,
     TurnRefused,
     UnknownTaskError,
@@ -192,7 +193,8 @@ class EnvServer:
     # -- requests ----------------------------------------------------------------------------
 
     def request(self, op: str, args: BaseModel, *, agent: Optional[AgentTurn] = None,
-                user: Optional[UserTurn] = None, timeout: Optional[float] = None) -> dict[str, Any]:
+                user: Optional[UserTurn] = None, judge: Optional[JudgeTurn] = None,
+                timeout: Optional[float] = None) -> dict[str, Any]:
         """Send one request; answer callbacks until its response; return the result dict."""
         if self._broken is not None:
             raise ServerCrashed(f"the {self.command.name} env server is unusable: {self._broken}")
@@ -204,7 +206,7 @@ class EnvServer:
         while True:
             message = self._receive(op, timeout or self.reply_timeout)
             if isinstance(message, p.Callback):
-                reply, exc = self._answer(message, agent, user)
+                reply, exc = self._answer(message, agent, user, judge)
                 failure = failure or exc
                 self._send(reply, op)
                 continue
@@ -220,11 +222,15 @@ class EnvServer:
             raise p.ProtocolError(f"the {self.command.name} env server sent an unexpected "
                                   f"{message.kind} during {op}")
 
-    def _answer(self, callback: p.Callback, agent: Optional[AgentTurn],
-                user: Optional[UserTurn]) -> tuple[p.CallbackReply, Optional[BaseException]]:
+    def _answer(self, callback: p.Callback, agent: Optional[AgentTurn], user: Optional[UserTurn],
+                judge: Optional[JudgeTurn] = None) -> tuple[p.CallbackReply, Optional[BaseException]]:
         try:
             args = p.CALLBACK_ARGS[callback.name].model_validate(callback.args)
-            if callback.name == "agent_turn":
+            if callback.name == "judge_turn":
+                if judge is None:
+                    raise EnvError("the server asked for a judge turn but no judge was given")
+                message = judge(args.model, args.messages, args.options)
+            elif callback.name == "agent_turn":
                 if agent is None:
                     raise EnvError("the server asked for an agent turn outside play")
                 message = agent(args.messages, args.tools)
@@ -480,9 +486,12 @@ class RemoteEnvironment:
                           seed=seed, max_steps=max_steps)
         return self._call("play", args, p.PlayResult, agent=agent, user=user).trajectory
 
-    def score(self, domain: str, task_id: str, trajectory: Trajectory) -> Score:
-        args = p.ScoreArgs(domain=domain, task_id=task_id, trajectory=trajectory)
-        return self._call("score", args, p.ScoreResult).score
+    def score(self, domain: str, task_id: str, trajectory: Trajectory,
+              judge: Optional[JudgeTurn] = None) -> Score:
+        """``judge``: the runtime's answer to the benchmark's LLM judge (τ³'s NL assertions);
+        without it such components stay ungraded, as the server's score says."""
+        args = p.ScoreArgs(domain=domain, task_id=task_id, trajectory=trajectory, judge=judge is not None)
+        return self._call("score", args, p.ScoreResult, judge=judge).score
 
     def capture_logs(self, folder: Path, scrub: Optional[Callable[[str], str]] = None) -> None:
         """Env servers in local processes keep their stderr in memory for error messages."""

@@ -70,6 +70,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--auditor-model", help="leak auditor model: reads each guarded critique for "
                    "leaks the rules miss (default: --judge-model)")
     p.add_argument("--user-model", help="user simulator model (default: --model)")
+    p.add_argument("--nl-judge-model", help="model answering τ³'s NL-assertion judge (its prompt "
+                   "and grading are τ³'s), on the judge's endpoint (default: τ³'s own, "
+                   "gpt-4.1-2025-04-14; 'none': NL assertions ungraded)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role, e.g. a vLLM server")
     p.add_argument("--critic-api-base")
     p.add_argument("--user-api-base")

@@ -80,6 +80,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
     config = recorded_modes(config, modes)
     specs, embedded = model_specs(config)
+    add_nl_judge(config, specs, say)
     check_priced(config, specs)
     if embedded:
         say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
@@ -244,6 +245,41 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     return ({role: spec(models[role], endpoint(role, config.api_base, config.critic_api_base,
                                                config.user_api_base)) for role in ROLES},
             not any_configured(configured))
+
+
+def add_nl_judge(config: RunConfig, specs: dict[str, ModelSpec], say: Callable[[str], None]) -> None:
+    """The model answering the environment's own LLM judge (τ³'s NL assertions), added to
+    ``specs`` as ``nl_judge_model`` when the environment has one and it can be reached: τ³'s
+    model (gpt-4.1) at its provider by default, as the release runs it; a model named with
+    ``--nl-judge-model`` on the judge's endpoint. One line says when it stays ungraded."""
+    from envs.registry import ENVIRONMENTS
+    from runtime.llm.layer import ModelConfigError, check_credentials, check_provider
+
+    named = config.nl_judge_model
+    env_spec = ENVIRONMENTS.get(config.env)
+    if env_spec is None or env_spec.nl_judge is None:
+        if named is not None and named.lower() != "none":
+            raise UsageError(f"--nl-judge-model {named}: --env {config.env} grades with no LLM "
+                             "judge of its own; only --env tau3 does (NL assertions)")
+        return
+    if named is not None and named.lower() == "none":
+        say("NL assertions ungraded (--nl-judge-model none): scores leave NL_ASSERTION out and say so.")
+        return
+    model = named or env_spec.nl_judge
+    price = config.prices.get(model)
+    spec = ModelSpec(model=model, api_base=specs["judge_model"].api_base if named else None,
+                     temperature=0.0, timeout=config.request_timeout,
+                     price=(price.input, price.output) if price is not None else None)
+    try:
+        check_credentials(spec)
+        check_provider(spec)
+    except ModelConfigError as exc:
+        if named:
+            raise UsageError(f"--nl-judge-model {model}: {exc}") from exc
+        say(f"NL assertions ungraded: {config.env}'s judge model {model} cannot be reached ({exc}); "
+            "set its key, or name one with --nl-judge-model (none: ungraded on purpose).")
+        return
+    specs["nl_judge_model"] = spec
 
 
 def check_priced(config: RunConfig, specs: dict[str, ModelSpec]) -> None:

@@ -72,6 +72,9 @@ class RunSettings(BaseModel):
     judge_model: str | None = None
     auditor_model: str | None = Field(default=None, description="Leak auditor model (default: the judge's).")
     user_model: str | None = None
+    nl_judge_model: str | None = Field(default=None, description="The model answering the "
+        "benchmark's own LLM judge (τ³'s NL assertions), on the judge's endpoint; default the "
+        "benchmark's (gpt-4.1-2025-04-14); 'none': leave them ungraded.")
     api_base: str | None = None
     critic_api_base: str | None = None
     user_api_base: str | None = None
@@ -159,8 +162,8 @@ class RunSettings(BaseModel):
         """The shared settings alone, to hand on to a run."""
         return {name: getattr(self, name) for name in RunSettings.model_fields}
 
-    @field_validator("critic_model", "judge_model", "user_model", "api_base", "critic_api_base",
-                     "user_api_base")
+    @field_validator("critic_model", "judge_model", "user_model", "nl_judge_model", "api_base",
+                     "critic_api_base", "user_api_base")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():

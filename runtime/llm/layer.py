@@ -42,7 +42,7 @@ from runtime.llm.breaker import CircuitBreaker
 from runtime.llm.limits import provider_of
 from runtime.llm.provider_rules import (ORDINARY_FINISH, Fault, fault_of, native_finish,
                                         portable_messages, portable_tools, retry_hint)
-from runtime.llm.roles import ROLES
+from runtime.llm.roles import BENCHMARK_ROLES, ROLES
 from runtime.folder.records import BAD_ANSWER
 from runtime.folder.scrub import scrub
 
@@ -285,9 +285,10 @@ class ModelLayer:
         max_backoff_s: float = 30.0,
         breaker: CircuitBreaker | None = None,
     ):
-        unknown = set(specs) - set(ROLES)
+        unknown = set(specs) - set(ROLES) - set(BENCHMARK_ROLES)
         if unknown:
-            raise ModelConfigError(f"unknown model roles {sorted(unknown)}; accepted: {list(ROLES)}")
+            raise ModelConfigError(f"unknown model roles {sorted(unknown)}; accepted: "
+                                   f"{list(ROLES + BENCHMARK_ROLES)}")
         self.specs = specs
         self.cache = cache
         self.retries = retries
