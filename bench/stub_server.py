@@ -54,10 +54,12 @@ _DID = re.compile(r"\[did (\d+)\]")
 
 
 class Replay:
-    def __init__(self, domains: list[str], task_ids: list[str] | None = None, sabotage: bool = False):
+    def __init__(self, domains: list[str], task_ids: list[str] | None = None, sabotage: bool = False,
+                 retrieval: str | None = None):
         from tau2.registry import registry
 
         self.sabotage = sabotage
+        self.retrieval = retrieval
         self.tasks = {}
         self.by_scenario: dict[str, list[tuple[str, str]]] = {}
         wanted = set(task_ids) if task_ids else None
@@ -87,13 +89,23 @@ class Replay:
                 actions = list(task.evaluation_criteria.actions or [])
                 if self.sabotage:
                     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-                    from testkit.gold import last_state_changing_write
-
-                    index = last_state_changing_write(domain, task)
+                    index = self._last_write(domain, task)
                     if index is not None:
                         del actions[index]
                 self._actions[(domain, task_id)] = actions
             return self._actions[(domain, task_id)]
+
+    def _last_write(self, domain: str, task) -> int | None:
+        """The write to leave out, found on environments built as the run builds them: with
+        ``--retrieval`` (τ³ banking, in the τ³ venv) by τ³'s adapter, offline; else τ²'s way."""
+        if self.retrieval is not None:
+            from envs.tau3.adapter import Tau3Adapter
+            from envs.tau3.reference import last_write
+
+            return last_write(Tau3Adapter(self.retrieval), domain, task)
+        from testkit.gold import last_state_changing_write
+
+        return last_state_changing_write(domain, task)
 
     def find(self, system: str) -> tuple[str, str]:
         """The task whose scenario the user prompt holds; raises ``LookupError`` when none, or
@@ -234,8 +246,8 @@ def make_handler(replay: Replay, latency: float):
 
 
 def serve(port: int, latency: float, domains: list[str], task_ids: list[str] | None = None,
-          sabotage: bool = False) -> BackloggedHTTPServer:
-    replay = Replay(domains, task_ids, sabotage)
+          sabotage: bool = False, retrieval: str | None = None) -> BackloggedHTTPServer:
+    replay = Replay(domains, task_ids, sabotage, retrieval)
     server = BackloggedHTTPServer(("127.0.0.1", port), make_handler(replay, latency))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -248,9 +260,11 @@ def main() -> None:
     parser.add_argument("--domains", default="airline,retail")
     parser.add_argument("--task-ids", help="comma-separated ids: the tasks a shared scenario may be")
     parser.add_argument("--sabotage", action="store_true", help="leave out the last state-changing write")
+    parser.add_argument("--retrieval", help="τ³ banking's retrieval configuration the sabotage's "
+                        "environments are built with (an offline one, e.g. golden_retrieval)")
     args = parser.parse_args()
     ids = args.task_ids.split(",") if args.task_ids else None
-    server = serve(args.port, args.latency, args.domains.split(","), ids, args.sabotage)
+    server = serve(args.port, args.latency, args.domains.split(","), ids, args.sabotage, args.retrieval)
     print(f"stub model on http://127.0.0.1:{args.port}/v1 (latency {args.latency}s)", flush=True)
     try:
         threading.Event().wait()

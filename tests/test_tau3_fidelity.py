@@ -3,10 +3,11 @@
 both send equal agent and user requests (tool-call ids masked, byte for byte) and get equal
 rewards and reward breakdowns.
 
-Airline: gold and sabotaged replays. Banking (``golden_retrieval``): gold replays (the stub's
-sabotage builds banking environments without a retrieval configuration, whose default needs an
-embeddings endpoint). Retail is left out: its rewards include NL assertions, which ``tau2 run``
-grades with gpt-4.1 (no endpoint here). Needs τ³ set up (``TAU3_SOURCE``).
+Airline, retail and banking (``golden_retrieval``; the stub's sabotage builds its environments
+with that configuration): gold and sabotaged replays. Retail's rewards include NL assertions:
+``tau2 run``'s judge (gpt-4.1, through ``OPENAI_API_BASE``) and the runtime's (``--nl-judge-model``
+on the run's endpoint) both reach the stub, which answers them from the task's assertions, and
+their requests are compared like the agent's and the user's. Needs τ³ set up (``TAU3_SOURCE``).
 """
 
 from __future__ import annotations
@@ -46,12 +47,14 @@ def _data_dir(record: dict, tmp: Path) -> Path:
 class Stub:
     """The gold stub in the τ³ venv, behind a logging proxy in this process."""
 
-    def __init__(self, record: dict, data: Path, domain: str, ids: list[str], sabotage: bool = False):
+    def __init__(self, record: dict, data: Path, domain: str, ids: list[str], sabotage: bool = False,
+                 retrieval: str | None = None):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         argv = [record["python"], str(ROOT / "bench" / "stub_server.py"), "--port", str(port),
-                "--domains", domain, "--task-ids", ",".join(ids), *(["--sabotage"] if sabotage else [])]
+                "--domains", domain, "--task-ids", ",".join(ids), *(["--sabotage"] if sabotage else []),
+                *(["--retrieval", retrieval] if retrieval else [])]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "TAU2_DATA_DIR": str(data),
                "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -170,7 +173,7 @@ def compare(tau2_bodies: list[dict], runtime_bodies: list[dict], ids: list[str])
 def agree(tmp_path, monkeypatch, domain: str, ids: list[str], *, sabotage=False, retrieval=None) -> dict:
     record = tau3_record()
     data = _data_dir(record, tmp_path)
-    with Stub(record, data, domain, ids, sabotage) as stub:
+    with Stub(record, data, domain, ids, sabotage, retrieval) as stub:
         theirs = tau2_run(record, data, stub, domain, ids, retrieval)
         tau2_bodies = stub.take()
         ours = runtime_direct(stub, domain, ids, tmp_path / "rt", retrieval, monkeypatch)
@@ -198,6 +201,9 @@ AIRLINE_WRITES = ["7", "11", "12", "14", "15", "17", "20", "21", "23", "33"]
 RETAIL_SAMPLE = ["2", "19"]
 RETAIL_TEN = ["2", "3", "4", "16", "19", "21", "28", "29", "37", "39"]
 """Retail tasks with NL assertions (the judge is asked) and a state-changing reference write."""
+BANKING_WRITES = ["task_001", "task_002", "task_003", "task_005", "task_006", "task_007", "task_010", "task_015", "task_016", "task_017"]
+"""Banking tasks with a reference write whose omission changes the gold end state under
+``golden_retrieval`` (the stub finds it on environments built with that configuration)."""
 BANKING_TEN = ["task_001", "task_002", "task_003", "task_004", "task_005", "task_006", "task_007", "task_008", "task_010", "task_012"]
 
 
@@ -229,6 +235,8 @@ def test_retail_tau2_run_and_direct_agree(tmp_path, monkeypatch, sabotage):
 
 
 @pytest.mark.slow
-def test_banking_tau2_run_and_direct_agree_with_golden_retrieval(tmp_path, monkeypatch):
-    result = agree(tmp_path, monkeypatch, "banking_knowledge", BANKING_TEN, retrieval="golden_retrieval")
-    assert set(result["scores"].values()) == {1.0}, result
+@pytest.mark.parametrize("sabotage", [False, True], ids=["gold", "sabotaged"])
+def test_banking_tau2_run_and_direct_agree_with_golden_retrieval(tmp_path, monkeypatch, sabotage):
+    ids = BANKING_WRITES if sabotage else BANKING_TEN
+    result = agree(tmp_path, monkeypatch, "banking_knowledge", ids, sabotage=sabotage, retrieval="golden_retrieval")
+    assert set(result["scores"].values()) == {0.0 if sabotage else 1.0}, result
