@@ -229,6 +229,7 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     models = resolve(configured, EMBEDDED_MODEL)
     env_spec = ENVIRONMENTS.get(config.env)
     bare = BARE_PURPOSES if env_spec is not None and not env_spec.native_sampling else ()
+    layout = env_spec.request_layout if env_spec is not None else None
     user_set = tuple(k for k in ("temperature", "seed") if k in config.model_fields_set)
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
@@ -240,7 +241,7 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
                          max_tokens=max_tokens, timeout=config.request_timeout,
                          stage_max_tokens=stages, bare_purposes=bare, user_set=user_set,
-                         price=(price.input, price.output) if price is not None else None)
+                         body_order=layout, price=(price.input, price.output) if price is not None else None)
 
     return ({role: spec(models[role], endpoint(role, config.api_base, config.critic_api_base,
                                                config.user_api_base)) for role in ROLES},
@@ -268,7 +269,7 @@ def add_nl_judge(config: RunConfig, specs: dict[str, ModelSpec], say: Callable[[
     model = named or env_spec.nl_judge
     price = config.prices.get(model)
     spec = ModelSpec(model=model, api_base=specs["judge_model"].api_base if named else None,
-                     temperature=0.0, timeout=config.request_timeout,
+                     temperature=0.0, timeout=config.request_timeout, body_order=env_spec.request_layout,
                      price=(price.input, price.output) if price is not None else None)
     try:
         check_credentials(spec)
