@@ -455,6 +455,15 @@ class RemoteEnvironment:
             self._domains = list(self.pool.hello.domains) if self.pool.hello else []
         return list(self._domains)
 
+    def task_set(self, domain: str) -> dict:
+        """The task set the servers play for ``domain``, as their ``hello`` named it (package,
+        version, task-file digest; {} when the server names none)."""
+        if self.pool.hello is None:
+            with self.pool.lease():
+                pass
+        info = self.pool.hello.info if self.pool.hello else {}
+        return dict((info.get("task_sets") or {}).get(domain) or {})
+
     def select(self, selection: TaskSelection) -> list[str]:
         return self._call("list_tasks", p.ListTasksArgs(selection=selection), p.ListTasksResult).task_ids
 
