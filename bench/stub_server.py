@@ -21,6 +21,9 @@ timed and compared against the same "model":
   sabotaging, unmet otherwise. A script, not a grader: it lets ``tau2 run`` and the runtime be
   compared on tasks whose reward includes NL assertions.
 
+``POST /v1/embeddings`` answers each input with a fixed vector derived from its text's sha256
+(16 dimensions), so dense retrieval can be run end to end against it: plumbing, not meaning.
+
 ``--sabotage`` leaves out the last reference write that changes the end state (the replay must
 then score 0). Stateless per request (everything is read back from the conversation), so any
 concurrency works. It measures plumbing, never a model.
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import os
 import re
@@ -182,6 +186,19 @@ def _call(action, text: str | None = None) -> dict:
         "function": {"name": action.name, "arguments": json.dumps(action.arguments)}}]}
 
 
+def embeddings(body: dict) -> dict:
+    """An OpenAI embeddings answer: each text's vector from its sha256, unit length."""
+    texts = body.get("input") or []
+    texts = [texts] if isinstance(texts, str) else texts
+    data = []
+    for i, text in enumerate(texts):
+        raw = [b - 127.5 for b in hashlib.sha256(str(text).encode()).digest()[:16]]
+        norm = sum(x * x for x in raw) ** 0.5 or 1.0
+        data.append({"object": "embedding", "index": i, "embedding": [x / norm for x in raw]})
+    return {"object": "list", "data": data, "model": body.get("model", "stub"),
+            "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}}
+
+
 def make_handler(replay: Replay, latency: float):
     calls = {"chat": 0, "in_flight": 0, "peak_in_flight": 0}
     lock = threading.Lock()
@@ -207,6 +224,8 @@ def make_handler(replay: Replay, latency: float):
                 calls["peak_in_flight"] = max(calls["peak_in_flight"], calls["in_flight"])
             try:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    return self._json(200, embeddings(body))
                 try:
                     reply = replay.answer(body)
                 except LookupError as exc:
@@ -226,6 +245,14 @@ def make_handler(replay: Replay, latency: float):
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             }).encode()
             self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _json(self, status: int, data: dict) -> None:
+            payload = json.dumps(data).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 from envs import protocol as p
 from envs.base import (
     AgentTurn,
+    Embed,
     EnvError,
     Score,
     Supervision,
@@ -194,7 +195,7 @@ class EnvServer:
 
     def request(self, op: str, args: BaseModel, *, agent: Optional[AgentTurn] = None,
                 user: Optional[UserTurn] = None, judge: Optional[JudgeTurn] = None,
-                timeout: Optional[float] = None) -> dict[str, Any]:
+                embed: Optional[Embed] = None, timeout: Optional[float] = None) -> dict[str, Any]:
         """Send one request; answer callbacks until its response; return the result dict."""
         if self._broken is not None:
             raise ServerCrashed(f"the {self.command.name} env server is unusable: {self._broken}")
@@ -206,7 +207,7 @@ class EnvServer:
         while True:
             message = self._receive(op, timeout or self.reply_timeout)
             if isinstance(message, p.Callback):
-                reply, exc = self._answer(message, agent, user, judge)
+                reply, exc = self._answer(message, agent, user, judge, embed)
                 failure = failure or exc
                 self._send(reply, op)
                 continue
@@ -223,9 +224,15 @@ class EnvServer:
                                   f"{message.kind} during {op}")
 
     def _answer(self, callback: p.Callback, agent: Optional[AgentTurn], user: Optional[UserTurn],
-                judge: Optional[JudgeTurn] = None) -> tuple[p.CallbackReply, Optional[BaseException]]:
+                judge: Optional[JudgeTurn] = None,
+                embed: Optional[Embed] = None) -> tuple[p.CallbackReply, Optional[BaseException]]:
         try:
             args = p.CALLBACK_ARGS[callback.name].model_validate(callback.args)
+            if callback.name == "embed_turn":
+                if embed is None:
+                    raise EnvError("the server asked for embeddings but the runtime has no endpoint for them")
+                vectors = embed(args.model, args.texts)
+                return p.CallbackReply(id=callback.id, result=p.EmbedResult(vectors=vectors).model_dump()), None
             if callback.name == "judge_turn":
                 if judge is None:
                     raise EnvError("the server asked for a judge turn but no judge was given")
@@ -433,16 +440,19 @@ class RemoteEnvironment:
     boundary once per task.
     """
 
-    def __init__(self, name: str, pool: ServerPool, domains: Optional[list[str]] = None):
+    def __init__(self, name: str, pool: ServerPool, domains: Optional[list[str]] = None,
+                 embed: Optional[Embed] = None):
         self.name = name
         self.pool = pool
+        self.embed = embed
+        """Answers the servers' ``embed_turn`` callbacks during any request (None: refused)."""
         self._domains = domains
         self._loaded: dict[tuple[str, str], p.LoadResult] = {}
         self._lock = threading.Lock()
 
     def _call(self, op: str, args: BaseModel, result: type[BaseModel], **callbacks: Any) -> Any:
         with self.pool.lease() as server:
-            data = server.request(op, args, **callbacks)
+            data = server.request(op, args, embed=self.embed, **callbacks)
         try:
             return result.model_validate(data)
         except ValidationError as exc:

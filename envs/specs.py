@@ -66,7 +66,7 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
                            setup_module="envs.toolsandbox.setup", native_sampling=False),
     "tau3": EnvSpec(name="tau3", adapter="envs.tau3:Tau3Environment", default_domain="airline",
                     launcher="venv", container_target=None, embedded_domain="mock",
-                    setup_module="envs.tau3.setup", options=("retrieval",),
+                    setup_module="envs.tau3.setup", options=("retrieval", "embeddings"),
                     request_layout="openai-sdk", nl_judge="gpt-4.1-2025-04-14"),
 }
 

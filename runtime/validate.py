@@ -56,6 +56,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--split", help="task split, e.g. base, train, test (default base)")
     p.add_argument("--retrieval", help="τ³ banking_knowledge's retrieval configuration, offline: "
                    "bm25 (default), bm25_grep, grep_only, full_kb, golden_retrieval, no_knowledge")
+    p.add_argument("--embeddings-api-base", help="embeddings endpoint for τ³ banking's dense "
+                   "retrieval (openai_embeddings*, qwen_embeddings*, alltools*), through litellm; "
+                   "its key from the environment")
+    p.add_argument("--embeddings-model", help="litellm embeddings model for them (default: the "
+                   "release's, e.g. openai/text-embedding-3-large)")
     p.add_argument("--tasks", help="a count (a seeded sample of the split) or comma-separated task "
                    "ids; '7' is a count, '7,' the task with id 7")
     p.add_argument("--task-ids", help="comma-separated task ids")

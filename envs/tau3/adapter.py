@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from envs.base import JudgeTurn, Score, Supervision, TaskView, Trajectory, UnknownTaskError, UserTurn
 from envs.tau2 import Tau2Environment, episode, tasks
-from envs.tau3 import nl_judge, retrieval
+from envs.tau3 import embeddings, nl_judge, retrieval
 
 RETRIEVAL_VAR = "EVR_TAU3_RETRIEVAL"
 
@@ -34,11 +34,17 @@ class Tau3Adapter(Tau2Environment):
         # No db_cache.install(): the cache knows τ²'s DB layouts, not banking's TransactionalDB.
         tasks.serve_as("τ³-bench", remember_catalogue=False)
         self.retrieval = retrieval.check(retrieval_config or os.environ.get(RETRIEVAL_VAR) or None,
-                                         retrieval.DOMAIN)
+                                         retrieval.DOMAIN, embeddings=embeddings.wanted())
         from tau2.domains.banking_knowledge.retrieval import get_all_variant_names
 
         if self.retrieval not in get_all_variant_names():
             raise UnknownTaskError(f"this tau2 release has no retrieval configuration {self.retrieval!r}")
+
+    def connect(self, connection: Any) -> None:
+        """The server's connection: when started to (``$EVR_TAU3_EMBEDDINGS``), the release's
+        embedders get their vectors from the runtime through it (:mod:`envs.tau3.embeddings`)."""
+        if embeddings.wanted():
+            embeddings.answer_with(connection.embed_turn)
 
     def server_info(self) -> dict[str, Any]:
         """What the runtime records: the release, each domain's task set, the retrieval."""

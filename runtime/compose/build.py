@@ -103,11 +103,13 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         env_spec = registry.spec(config.env)
         selection = task_selection(config, env_spec, embedded)
         domain = selection.domain
+        embeddings = embeddings_endpoint(config)
         if config.retrieval is not None:
             from envs.tau3.retrieval import check as check_retrieval
 
-            check_retrieval(config.retrieval, domain)
-        env = get_environment(config.env, sandbox=config.sandbox, retrieval=config.retrieval)
+            check_retrieval(config.retrieval, domain, embeddings=embeddings is not None)
+        env = get_environment(config.env, sandbox=config.sandbox, retrieval=config.retrieval,
+                              embeddings=embeddings)
         if domain not in env.domains():
             raise unknown_domain(config.env, domain, env.domains())
         if embedded and config.task_count_or_ids() == (None, None):
@@ -246,6 +248,24 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     return ({role: spec(models[role], endpoint(role, config.api_base, config.critic_api_base,
                                                config.user_api_base)) for role in ROLES},
             not any_configured(configured))
+
+
+def embeddings_endpoint(config: RunConfig):
+    """The embeddings endpoint τ³ banking's dense retrieval configurations need, when the run
+    configured one (``--embeddings-api-base`` or ``--embeddings-model``); None otherwise."""
+    if config.embeddings_api_base is None and config.embeddings_model is None:
+        return None
+    from envs.registry import ENVIRONMENTS
+    from envs.tau3.retrieval import EMBEDDINGS
+
+    env_spec = ENVIRONMENTS.get(config.env)
+    if env_spec is None or "embeddings" not in env_spec.options or config.retrieval not in EMBEDDINGS:
+        raise UsageError(f"--embeddings-api-base/--embeddings-model apply to --env tau3 with a dense "
+                         f"--retrieval only ({', '.join(EMBEDDINGS)}); got --env {config.env} "
+                         f"--retrieval {config.retrieval}")
+    from runtime.llm.embeddings import EmbeddingsEndpoint
+
+    return EmbeddingsEndpoint(config.embeddings_api_base, config.embeddings_model, config.request_timeout)
 
 
 def add_nl_judge(config: RunConfig, specs: dict[str, ModelSpec], say: Callable[[str], None]) -> None:

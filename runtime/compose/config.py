@@ -177,7 +177,8 @@ class RunSettings(BaseModel):
             parse_port_range(value)
         return value
 
-    @field_validator("api_base", "critic_api_base", "user_api_base")
+    @field_validator("api_base", "critic_api_base", "user_api_base", "embeddings_api_base",
+                     check_fields=False)
     @classmethod
     def _a_url(cls, value: str | None) -> str | None:
         from urllib.parse import urlsplit
@@ -219,6 +220,13 @@ class RunConfig(RunSettings):
     retrieval: str | None = Field(
         default=None, description="τ³ banking_knowledge's retrieval configuration (an offline "
         "one: bm25, bm25_grep, full_kb, golden_retrieval, grep_only, no_knowledge; default bm25).")
+    embeddings_api_base: str | None = Field(
+        default=None, description="An embeddings endpoint for τ³ banking's dense retrieval "
+        "configurations (openai_embeddings*, qwen_embeddings*, alltools*), reached through "
+        "litellm; its key from the environment only.")
+    embeddings_model: str | None = Field(
+        default=None, description="The litellm embeddings model for them (default: the "
+        "release's, e.g. openai/text-embedding-3-large); alone, it configures the endpoint too.")
     tasks: str | None = Field(
         default=None,
         description="A count (a seeded sample of the split), or comma-separated task ids. τ² ids "
