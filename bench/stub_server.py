@@ -200,7 +200,7 @@ def embeddings(body: dict) -> dict:
 
 
 def make_handler(replay: Replay, latency: float):
-    calls = {"chat": 0, "in_flight": 0, "peak_in_flight": 0}
+    calls = {"chat": 0, "embeddings": 0, "embedded_texts": 0, "in_flight": 0, "peak_in_flight": 0}
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -225,7 +225,12 @@ def make_handler(replay: Replay, latency: float):
             try:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path.rstrip("/").endswith("/embeddings"):
-                    return self._json(200, embeddings(body))
+                    answer = embeddings(body)
+                    with lock:
+                        calls["chat"] -= 1
+                        calls["embeddings"] += 1
+                        calls["embedded_texts"] += len(answer["data"])
+                    return self._json(200, answer)
                 try:
                     reply = replay.answer(body)
                 except LookupError as exc:
