@@ -1,7 +1,7 @@
 """``--env tau3 --mode direct`` is the release's ``tau2 run --agent llm_agent``: with the gold stub
 (``bench/stub_server.py``, run in the τ³ venv so it replays τ³'s tasks) behind a logging proxy,
-both send equal agent and user requests (tool-call ids masked, byte for byte) and get equal
-rewards and reward breakdowns.
+both send equal agent, user and NL-judge requests (tool-call ids masked, byte for byte) and get
+equal rewards and reward breakdowns.
 
 Airline, retail and banking (``golden_retrieval``; the stub's sabotage builds its environments
 with that configuration): gold and sabotaged replays. Retail's rewards include NL assertions:
@@ -181,10 +181,10 @@ def agree(tmp_path, monkeypatch, domain: str, ids: list[str], *, sabotage=False,
     counts = compare(tau2_bodies, runtime_bodies, ids)
     print(f"tau3 {domain} agreement: {counts}")
     assert counts["equal_json"] == counts["requests"], counts
-    # Every value byte for byte (messages, tools, seed, ...). The top-level parameters' order is
-    # the two litellm versions' (the release pins < 1.82.7, which sends them sorted by name; the
-    # runtime's 1.110 sends temperature, seed, tools, tool_choice): counted, not asserted.
+    # Byte for byte: values and the order of the top-level members (the runtime lays its τ³
+    # requests out as the OpenAI SDK does, which is what the release's litellm < 1.82.7 sends).
     assert counts["equal_value_bytes"] == counts["requests"], counts
+    assert counts["equal_bytes"] == counts["requests"], counts
     assert {b["seed"] for b in runtime_bodies if not is_judge(b)} == {TAU2_FIRST_TRIAL_SEED}
     counts["judge_requests"] = sum(map(is_judge, runtime_bodies))
     assert counts["judge_requests"] == sum(map(is_judge, tau2_bodies)), counts

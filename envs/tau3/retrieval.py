@@ -54,8 +54,8 @@ def check(name: str | None, domain: str | None, embeddings: bool = False) -> str
     offline = ", ".join(OFFLINE)
     if name in EMBEDDINGS:
         raise UnknownTaskError(f"--retrieval {name} {NOT_HERE[name]} and none is configured: give "
-                               f"--embeddings-api-base (its key from the environment), or use an "
-                               f"offline configuration: {offline}")
+                               f"--embeddings-api-base (its key from the environment); offline "
+                               f"configurations: {offline}")
     if name in NOT_HERE:
         raise UnknownTaskError(f"--retrieval {name} {NOT_HERE[name]}, which this runtime does not "
                                f"configure; offline configurations: {offline}")
