@@ -9,7 +9,7 @@ way; only the order of the top-level members differs — and a provider-side cac
 raw body sees two requests. For a role whose spec asks for it (``ModelSpec.body_order``), this
 module moves the members, never re-encoding a value, so the bytes are the release's.
 
-It works at the HTTP layer: a transport under litellm's shared httpx client (installed once,
+It works at the HTTP layer: a request hook on litellm's shared httpx client (installed once,
 only if nobody set ``litellm.client_session``) that reorders a chat-completion body while the
 calling thread is inside :func:`laid_out` — every other request passes untouched.
 """
@@ -76,41 +76,33 @@ def sdk_layout(body: bytes) -> bytes:
     return ("{" + ",".join(text for _, text in head + named + rest) + "}").encode("utf-8")
 
 
-class SdkOrderTransport(httpx.BaseTransport):
-    """Reorders chat-completion bodies sent from inside :func:`laid_out`; passes the rest."""
-
-    def __init__(self, inner: httpx.BaseTransport):
-        self.inner = inner
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if _ACTIVE.get() == SDK_ORDER and request.method == "POST" \
-                and request.url.path.endswith("/chat/completions"):
-            body = request.read()
-            laid = sdk_layout(body)
-            if laid != body:  # same members, same length: only their order changes
-                request = httpx.Request(request.method, request.url, headers=request.headers,
-                                        content=laid, extensions=request.extensions)
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        self.inner.close()
+def _reorder(request: httpx.Request) -> None:
+    """An httpx request hook: a chat-completion body sent from inside :func:`laid_out` gets
+    the SDK's order (same members, same length); every other request is left as it is."""
+    if _ACTIVE.get() != SDK_ORDER or request.method != "POST" \
+            or not request.url.path.endswith("/chat/completions"):
+        return
+    body = request.read()
+    laid = sdk_layout(body)
+    if laid != body:
+        request.stream = httpx.ByteStream(laid)
+        request._content = laid  # what ``request.content`` and retries read
 
 
 def install() -> bool:
-    """Put the transport under litellm's shared sync client (once); False when litellm already
-    has a client of someone else's, which is then left alone (bodies keep litellm's order)."""
+    """Give litellm's shared sync client the hook (once), built as litellm builds its own
+    (certificates, redirects, HTTP/2, proxies from the environment); False when litellm
+    already has a client of someone else's, which is left alone (bodies keep litellm's order)."""
     import litellm
 
     with _install_lock:
         session = litellm.client_session
-        if isinstance(getattr(session, "_transport", None), SdkOrderTransport):
-            return True
         if session is not None:
-            return False
-        from litellm.llms.custom_httpx.http_handler import get_ssl_configuration
+            return _reorder in getattr(session, "event_hooks", {}).get("request", [])
+        from litellm.llms.custom_httpx.http_handler import get_ssl_configuration, http2_enabled
 
-        inner = httpx.HTTPTransport(verify=get_ssl_configuration())
-        litellm.client_session = httpx.Client(transport=SdkOrderTransport(inner), follow_redirects=True)
+        litellm.client_session = httpx.Client(verify=get_ssl_configuration(), follow_redirects=True,
+                                              http2=http2_enabled(), event_hooks={"request": [_reorder]})
         return True
 
 
