@@ -49,6 +49,23 @@ def test_the_runtime_refuses_it_before_any_server_starts(capsys, tmp_path, monke
     assert not (tmp_path / "run").exists()
 
 
+def test_a_worker_builds_the_environment_the_driver_fingerprinted():
+    """A Ray worker opens its own services from the ``RunSpec``: the retrieval configuration and
+    the embeddings endpoint travel as settings (never a key) and are rebuilt there."""
+    from runtime.episode.services import environment_options
+    from runtime.episode.spec import RunSpec
+    from runtime.llm.layer import ModelSpec
+
+    spec = RunSpec(run_id="r", env="tau3", domain=retrieval.DOMAIN, task_ids=["task_001"], modes=["direct"],
+                   models={"model": ModelSpec(model="openai/m")},
+                   env_options={"retrieval": "openai_embeddings", "embeddings_api_base": "http://127.0.0.1:9/v1"})
+    again = RunSpec.model_validate(spec.model_dump())
+    options = environment_options(again)
+    assert options["retrieval"] == "openai_embeddings"
+    assert options["embeddings"].setting() == {"model": None, "api_base": "http://127.0.0.1:9/v1"}
+    assert environment_options(spec.model_copy(update={"env_options": {}})) == {}
+
+
 def _stats(port: int) -> dict:
     return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10).read())
 

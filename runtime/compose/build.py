@@ -136,6 +136,9 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         seeding=config.seeding, models=specs, planner=config.planner,
         strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
         judge=judge, auditor=not config.no_auditor, limits=episode_limits(config),
+        env_options={k: v for k, v in (("retrieval", config.retrieval),
+                                       ("embeddings_api_base", config.embeddings_api_base),
+                                       ("embeddings_model", config.embeddings_model)) if v is not None},
     )
     if config.ray_address:  # before the folder is touched, whether or not work is pending
         from runtime.backends.ray_backend import ACCEPTED_ADDRESS, reachable
