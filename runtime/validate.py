@@ -56,6 +56,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--split", help="task split, e.g. base, train, test (default base)")
     p.add_argument("--retrieval", help="τ³ banking_knowledge's retrieval configuration, offline: "
                    "bm25 (default), bm25_grep, grep_only, full_kb, golden_retrieval, no_knowledge")
+    p.add_argument("--embeddings-api-base", help="embeddings endpoint for τ³ banking's dense "
+                   "retrieval (openai_embeddings*, qwen_embeddings*, alltools*), through litellm; "
+                   "its key from the environment")
+    p.add_argument("--embeddings-model", help="litellm embeddings model for them (default: the "
+                   "release's, e.g. openai/text-embedding-3-large)")
     p.add_argument("--tasks", help="a count (a seeded sample of the split) or comma-separated task "
                    "ids; '7' is a count, '7,' the task with id 7")
     p.add_argument("--task-ids", help="comma-separated task ids")
@@ -70,6 +75,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--auditor-model", help="leak auditor model: reads each guarded critique for "
                    "leaks the rules miss (default: --judge-model)")
     p.add_argument("--user-model", help="user simulator model (default: --model)")
+    p.add_argument("--nl-judge-model", help="model answering τ³'s NL-assertion judge (its prompt "
+                   "and grading are τ³'s), on the judge's endpoint (default: τ³'s own, "
+                   "gpt-4.1-2025-04-14; 'none': NL assertions ungraded)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role, e.g. a vLLM server")
     p.add_argument("--critic-api-base")
     p.add_argument("--user-api-base")
