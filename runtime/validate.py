@@ -217,7 +217,9 @@ def dry_run(config: RunConfig, target: float | None) -> int:
     from runtime.llm.estimate import episode_estimate
     from runtime.llm.roles import ROLES, resolve
     from runtime.compose.config import EMBEDDED_MODEL
+    from runtime.compose.preflight import check_retrieval
 
+    check_retrieval(config)
     config = with_target_trials(config, target, print)
     tasks = len(_tasks(config))
     modes, trials = config.modes, config.trials
