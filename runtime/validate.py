@@ -214,7 +214,7 @@ def dry_run(config: RunConfig, target: float | None) -> int:
     """Episodes, cost and detectable Δ of the run these settings make: no model called, nothing
     written (not even the run folder)."""
     from runtime.cli.plan import paper_effect, plan_lines
-    from runtime.llm.estimate import episode_estimate
+    from runtime.llm.estimate import environment_judge, episode_estimate
     from runtime.llm.roles import ROLES, resolve
     from runtime.compose.config import EMBEDDED_MODEL
     from runtime.compose.preflight import check_retrieval
@@ -225,9 +225,10 @@ def dry_run(config: RunConfig, target: float | None) -> int:
     modes, trials = config.modes, config.trials
     roles = resolve({role: getattr(config, role) for role in ROLES}, EMBEDDED_MODEL)
     cost, unpriced = 0.0, set()
+    nl_judge = environment_judge(config.env, config.nl_judge_model)
     for mode in modes:
         one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
-                               auditor=not config.no_auditor)
+                               auditor=not config.no_auditor, nl_judge=nl_judge)
         cost += one.cost_usd * tasks * trials
         unpriced |= {m for models in one.unpriced.values() for m in models}
     print(f"dry run: {config.env} · {tasks} tasks × {trials} trials × modes {', '.join(modes)} = "
