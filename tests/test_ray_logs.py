@@ -53,7 +53,7 @@ def test_rays_lines_go_to_run_log_and_the_rest_through(tmp_path):
     assert console == "a line of ours\nprompt without newline\n[not Ray] stays\nafter close\n"
     kept = log.read_text().splitlines()
     assert kept[0].startswith("ray: [2026-12-02 05:55:31,274 E 1086 1086] core_worker.cc:2465")
-    assert kept[1].startswith("ray: (ours) Ray warns because the workers' settings")
+    assert kept[1].startswith("ray: (ours) Ray's warning above is about the workers' start")
     assert kept[2].endswith("raylet_client.cc:9: first half, second half"), kept
     assert len(kept) == 3
 

@@ -12,9 +12,10 @@ Three kinds of Ray output reach a driver:
 While Ray runs, all three go to loguru at INFO, prefixed ``ray:``. ``runtime.folder.logs`` sends
 that level to each run's ``run.log`` and only errors to the console. Descriptor 2 becomes a pipe
 read by a thread: a line in Ray's C++ format goes to loguru, anything else goes through to the
-real standard error at once, partial lines included. Ray's warning that restartable workers
-have "constructor arguments in the object store" means nothing to the user, so ``run.log``
-gets one line of ours that explains it.
+real standard error at once, partial lines included. Ray warns that the restartable workers
+have "constructor arguments in the object store" (the handle of the cache or limiter actor).
+That means nothing to the user, so ``run.log`` gets one line of ours next to it that explains
+it.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ RAY_LINE = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [DIWEF] \d+ \d+\]
 MAX_LINE = 1 << 16
 """A line that long without a newline is passed on as it is (never held forever)."""
 EXPLAINED = {
-    b"max_restarts > 0": "(ours) Ray warns because the workers' settings are larger than it "
-                         "passes inline (100 KiB): it keeps them in its object store, owned by "
-                         "this driver, and a worker it restarts reads them from there.",
+    b"max_restarts > 0": "(ours) Ray's warning above is about the workers' start arguments: they "
+                         "hold the handle of the run's response-cache (or model-call limiter) "
+                         "actor, which Ray tracks like an object in its store. The driver holds "
+                         "that handle for the whole run, so a worker Ray restarts gets it again.",
 }
 
 _STATE: dict[str, Any] = {}
