@@ -33,7 +33,7 @@ EXPLAINED = {
     b"max_restarts > 0": "(ours) Ray's warning above is about the workers' start arguments: they "
                          "hold the handle of the run's response-cache (or model-call limiter) "
                          "actor, which Ray tracks like an object in its store. The driver holds "
-                         "that handle for the whole run, so a worker Ray restarts gets it again.",
+                         "that handle, and so keeps the actor, for the whole run.",
 }
 
 _STATE: dict[str, Any] = {}
@@ -55,8 +55,11 @@ class _ToRunLog(logging.Handler):
             pass
 
 
-def _worker_lines(data: dict[str, Any], ignore_prefix: bool = False) -> None:
-    """Stands in for Ray's ``print_to_stdstream``: a worker's lines, to ``run.log``."""
+def _worker_lines(data: dict[str, Any], print_file: Any = None,
+                  ignore_prefix: bool = False) -> None:
+    """Stands in for Ray's ``print_worker_logs``, which prints a batch of a worker's lines once
+    Ray has deduplicated them (the same line from many workers, or from many nodes that share
+    one machine's session folder): to ``run.log`` instead."""
     who = data.get("actor_name") or data.get("task_name") or "worker"
     lines = data.get("lines", [])
     if data.get("pid") == "autoscaler":  # its events only, as Ray prints them (not every status)
@@ -80,8 +83,8 @@ def start() -> None:
             ray_logger.removeHandler(handler)
         _STATE["handler"] = _ToRunLog()
         ray_logger.addHandler(_STATE["handler"])
-        _STATE["print"] = ray_worker.print_to_stdstream
-        ray_worker.print_to_stdstream = _worker_lines
+        _STATE["print"] = ray_worker.print_worker_logs
+        ray_worker.print_worker_logs = _worker_lines
         _STATE["fd2"] = Fd2Filter()
 
 
@@ -97,7 +100,7 @@ def stop() -> None:
         ray_logger.removeHandler(_STATE.pop("handler"))
         for handler in _STATE.pop("handlers"):
             ray_logger.addHandler(handler)
-        ray_worker.print_to_stdstream = _STATE.pop("print")
+        ray_worker.print_worker_logs = _STATE.pop("print")
         _STATE.pop("fd2").close()
 
 
