@@ -264,3 +264,46 @@ def test_rays_own_lines_go_to_run_log_not_the_console(watched_run):
     ray_lines = [line for line in run_log.splitlines() if " - ray: " in line]
     assert any("max_restarts" in line for line in ray_lines), ray_lines[:5]
     assert any("(ours) Ray's warning above" in line for line in ray_lines)
+
+
+def test_the_switch_is_put_back_once_the_local_instance_stops(monkeypatch):
+    from ray._private import ray_constants
+
+    from runtime.backends.ray_loopback import SWITCH, check_on_loopback, keep_on_loopback
+
+    monkeypatch.delenv(SWITCH, raising=False)
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    restore = keep_on_loopback()
+    assert os.environ[SWITCH] == "0" and ray_constants.ENABLE_RAY_CLUSTER is False
+    restore()
+    assert SWITCH not in os.environ and ray_constants.ENABLE_RAY_CLUSTER is before
+    check_on_loopback("127.0.0.1:6379")
+    with pytest.raises(RuntimeError, match="came up on 192.0.2.2, not on loopback"):
+        check_on_loopback("192.0.2.2:6379")
+
+
+UNSWITCHED = textwrap.dedent("""
+    import sys
+    from runtime.backends import ray_backend, ray_loopback
+    from runtime.compose.config import UsageError
+    import ray
+
+    ray_loopback.keep_on_loopback = lambda: (lambda: None)   # as if Ray ignored its switch
+    try:
+        ray_backend.start_local(1)
+        print("STARTED")
+    except UsageError as exc:
+        print("REFUSED", exc, "| still up:", ray.is_initialized())
+""")
+
+
+@pytest.mark.slow
+def test_an_instance_that_is_not_on_loopback_is_refused():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("EVR_RAY_OWNER", None)
+    done = subprocess.run([sys.executable, "-c", UNSWITCHED], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    said = done.stdout.strip().splitlines()[-1:]
+    assert said and said[0].startswith("REFUSED --backend ray: the local Ray instance came up on"), \
+        done.stdout + done.stderr[-2000:]
+    assert "not on loopback" in said[0] and said[0].endswith("still up: False")
