@@ -64,3 +64,38 @@ def test_rays_lines_go_to_run_log_and_the_rest_through(tmp_path):
     ("::ffff:192.0.2.2", False), ("example.org", False)])
 def test_loopback_addresses(host, loopback):
     assert is_loopback(host) is loopback
+
+
+LOGGERS = textwrap.dedent("""
+    import logging, sys
+    from loguru import logger
+    logger.remove()
+    logger.add(sys.argv[1], level="INFO", format="{message}")
+    import importlib.util, ray
+    spec = importlib.util.spec_from_file_location("ray_logs", "runtime/backends/ray_logs.py")
+    ray_logs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ray_logs)
+    theirs = list(logging.getLogger("ray").handlers)
+    ray_logs.start()
+    logging.getLogger("ray._private.worker").warning("a warning of Ray's")
+    ray_logs.worker_lines({"pid": 41, "actor_name": "EpisodeWorker", "is_err": True,
+                            "lines": ["a worker's line"]})
+    ray_logs.worker_lines({"pid": "raylet", "lines": ["the raylet's line"]})
+    ray_logs.stop()
+    print("given back:", logging.getLogger("ray").handlers == theirs)
+""")
+
+
+def test_rays_python_loggers_and_workers_lines_go_to_run_log(tmp_path):
+    log = tmp_path / "run.log"
+    done = subprocess.run([sys.executable, "-c", LOGGERS, str(log)], cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                               "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "given back: True"
+    assert "a warning of Ray's" not in done.stderr and "line" not in done.stderr, done.stderr
+    assert log.read_text().splitlines() == [
+        "ray: WARNING ray._private.worker: a warning of Ray's",
+        "ray: (EpisodeWorker pid=41 stderr) a worker's line",
+        "ray: (raylet) the raylet's line"]

@@ -264,6 +264,7 @@ def test_rays_own_lines_go_to_run_log_not_the_console(watched_run):
     ray_lines = [line for line in run_log.splitlines() if " - ray: " in line]
     assert any("max_restarts" in line for line in ray_lines), ray_lines[:5]
     assert any("(ours) Ray's warning above" in line for line in ray_lines)
+    assert any("(EpisodeWorker pid=" in line for line in ray_lines), "the workers' own output"
 
 
 def test_the_switch_is_put_back_once_the_local_instance_stops(monkeypatch):

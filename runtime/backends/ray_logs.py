@@ -55,19 +55,20 @@ class _ToRunLog(logging.Handler):
             pass
 
 
-def _worker_lines(data: dict[str, Any], print_file: Any = None,
+def worker_lines(data: dict[str, Any], print_file: Any = None,
                   ignore_prefix: bool = False) -> None:
-    """Stands in for Ray's ``print_worker_logs``, which prints a batch of a worker's lines once
-    Ray has deduplicated them (the same line from many workers, or from many nodes that share
-    one machine's session folder): to ``run.log`` instead."""
+    """Stands in for Ray's ``print_worker_logs``, which prints a batch of a worker's lines (once
+    Ray has deduplicated them, and when it flushes at shutdown): to ``run.log`` instead."""
+    pid = data.get("pid")
     who = data.get("actor_name") or data.get("task_name") or "worker"
+    source = f"{who} pid={pid}" if str(pid).isdigit() else str(pid)  # "raylet", "autoscaler"
     lines = data.get("lines", [])
-    if data.get("pid") == "autoscaler":  # its events only, as Ray prints them (not every status)
+    if pid == "autoscaler":  # its events only, as Ray prints them (not every status)
         import ray._private.worker as ray_worker
 
         lines = list(ray_worker.filter_autoscaler_events(lines))
     for line in lines:
-        to_run_log(f"({who} pid={data.get('pid')}{' stderr' if data.get('is_err') else ''}) {line}")
+        to_run_log(f"({source}{' stderr' if data.get('is_err') else ''}) {line}")
 
 
 def start() -> None:
@@ -84,7 +85,7 @@ def start() -> None:
         _STATE["handler"] = _ToRunLog()
         ray_logger.addHandler(_STATE["handler"])
         _STATE["print"] = ray_worker.print_worker_logs
-        ray_worker.print_worker_logs = _worker_lines
+        ray_worker.print_worker_logs = worker_lines
         _STATE["fd2"] = Fd2Filter()
 
 
