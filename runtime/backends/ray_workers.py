@@ -32,6 +32,7 @@ import ray
 from runtime.batch import Outcome, Stalled
 from runtime.compose.config import UsageError
 from runtime.episode.artifacts import Artifact
+from runtime.backends.ray_ledger import lost_attempt
 from runtime.folder.records import EpisodeKey
 
 Group = tuple[Any, Any, Any]
@@ -96,11 +97,13 @@ class Pool:
     """The run's worker actors and the shared cache and limiter actors (pinned to the driver)."""
 
     def __init__(self, worker_class: type, args: tuple, workers: int, slots: int,
-                 cpus_each: float, cache: Any, limiter: Any):
+                 cpus_each: float, cache: Any, limiter: Any, ledger: Any = None):
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self.n, self.slots, self.limiter, self.cache = workers, slots, limiter, cache
+        self.ledger = ledger
+        """Where workers count each model call as it happens (``runtime.backends.ray_ledger``)."""
         # One bundle per worker, spread over the nodes: Ray reserves the CPUs, moves a lost
         # node's bundles to nodes with room, and tells whether each is placed (``placed``).
         self.group = placement_group([{"CPU": cpus_each}] * workers, strategy="SPREAD")
@@ -135,7 +138,7 @@ class Pool:
         refs = [self.workers[i].handle.close.remote() for i in self.alive()]
         if refs:
             ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
-        for actor in [*(w.handle for w in self.workers), self.cache, self.limiter]:
+        for actor in [*(w.handle for w in self.workers), self.cache, self.limiter, self.ledger]:
             if actor is not None:
                 try:
                     ray.kill(actor, no_restart=True)
@@ -159,7 +162,9 @@ class RayExecutor:
         self.on_status = on_status
         self.owner: dict[Group, int] = {}
         self.load = [0] * pool.n
-        self.in_flight: dict[Any, tuple[EpisodeKey, int]] = {}
+        self.in_flight: dict[Any, tuple[EpisodeKey, int, str]] = {}
+        self.runs: dict[str, int] = {}
+        """Times each episode was submitted: its attempts' ids in the ledger."""
         self.stalled: str | None = None
         self.drain_until = 0.0
         self.shown: str | None = None
@@ -181,7 +186,9 @@ class RayExecutor:
             w = self.owner[group] = min(free, key=self.load.__getitem__)
         if self.load[w] >= pool.slots:
             return False
-        self.in_flight[pool.workers[w].handle.run.remote(key, artifacts)] = (key, w)
+        self.runs[key.id()] = self.runs.get(key.id(), 0) + 1
+        attempt = f"{key.id()}#{self.runs[key.id()]}"
+        self.in_flight[pool.workers[w].handle.run.remote(key, artifacts, attempt)] = (key, w, attempt)
         self.load[w] += 1
         return True
 
@@ -203,11 +210,14 @@ class RayExecutor:
                 return [self.outcome(ref) for ref in done]
 
     def outcome(self, ref: Any) -> Outcome:
-        key, w = self.in_flight.pop(ref)
+        key, w, attempt = self.in_flight.pop(ref)
         self.load[w] -= 1
+        ledger = self.pool.ledger
         try:
-            record, made, aborted = ray.get(ref)
-            return Outcome(key=key, record=record, artifacts=made, aborted=aborted)
+            record, made, aborted, where = ray.get(ref)
+            if ledger is not None:
+                ledger.drop.remote(attempt)  # its record counts its calls
+            return Outcome(key=key, record=record, artifacts=made, aborted=aborted, where=where)
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
             # Its worker (or node) was lost: the batch loop runs the episode again. The worker
             # is pinged until it answers (Ray restarts it) or is known dead.
@@ -215,7 +225,18 @@ class RayExecutor:
             if worker.state == "alive":
                 worker.set("down")
                 worker.next_ping = 0.0
-            return Outcome(key=key, record=None, lost=(type(exc).__name__, str(exc)))
+            return Outcome(key=key, record=None, lost=(type(exc).__name__, str(exc)),
+                           attempt=self.counted(attempt), where=worker.holder)
+
+    def counted(self, attempt: str) -> Any:
+        """The lost attempt's calls as the ledger counted them (None: no ledger, or it is gone)."""
+        if self.pool.ledger is None:
+            return None
+        try:
+            tally = ray.get(self.pool.ledger.take.remote(attempt), timeout=30)
+        except (ray.exceptions.RayError, TimeoutError):
+            return None
+        return lost_attempt(attempt, tally)
 
     # ---- worker health -----------------------------------------------------------------------
 
