@@ -23,6 +23,7 @@ from runtime.backends.ray_ledger import Ledger, LedgerSink, lost_attempt
 from runtime.batch import BudgetSpent, Outcome, run_batch
 from runtime.batch.budget import RunBudget, cost_of
 from runtime.episode.spec import RunSpec
+from runtime.folder import lost_attempts
 from runtime.folder.records import EpisodeRecord, lost_spend
 from runtime.folder.store import RunStore
 from runtime.llm.layer import Meter, ModelLayer, ModelSpec
@@ -207,8 +208,9 @@ def test_the_ledger_counts_each_call_once():
     assert ledger.open_attempts() == [] and ledger.take("e#2")["calls"] == 0
 
 
-def test_the_budget_counts_a_lost_attempt_at_once(tmp_path, endpoint):
-    """The lost attempt's $0.4 is over a $0.3 limit: the episode is not started again."""
+def test_the_budget_counts_a_lost_attempt_at_once_and_a_resume_keeps_it(tmp_path, endpoint):
+    """The lost attempt's $0.4 is over a $0.3 limit: the episode is not started again; its
+    calls wait in the folder for the record of the episode's re-run."""
     s = spec()
     victim = s.keys()[0].id()
     w = workers(endpoint, victim)
@@ -216,3 +218,17 @@ def test_the_budget_counts_a_lost_attempt_at_once(tmp_path, endpoint):
         run_batch(s, RunStore(tmp_path), lambda spec, n: w, max_cost=0.3)
     assert stopped.value.spent == pytest.approx((CALLS - 1) * CALL_COST)
     assert stopped.value.remaining == 4 and w.runs == {victim: 1}
+    # no record holds the lost attempt yet: the folder keeps it, and the budget counts it
+    store = RunStore(tmp_path)
+    pending = lost_attempts.unrecorded(tmp_path, store.records())
+    assert store.records() == [] and [a.calls for a in pending[victim]] == [CALLS - 1]
+    assert RunBudget(0.3, store.records(), pending).spent == pytest.approx((CALLS - 1) * CALL_COST)
+    # the resume: the episode's record takes the lost attempt in, once
+    again = workers(endpoint, victim="none")
+    run_batch(s, store, lambda spec, n: again)
+    records = RunStore(tmp_path).records()
+    rerun = next(r for r in records if r.record_id == victim)
+    assert [(a.number, a.ended, a.calls) for a in rerun.attempts] == [(1, "lost", CALLS - 1), (2, "finished", CALLS)]
+    assert calls_in(records) == endpoint.received == 4 * CALLS + CALLS
+    assert lost_attempts.unrecorded(tmp_path, records) == {}, "held by a record: pending no more"
+    assert RunBudget(9.0, records, {}).spent == pytest.approx(CALL_COST * (4 * CALLS + CALLS - 1))

@@ -240,3 +240,43 @@ def test_a_node_lost_without_a_spare_stops_with_exit_3_then_the_same_command_res
     rows = lines(out)
     assert len(rows) == 18 and rows[:len(first)] == first
     assert_clean(rows)
+
+
+# ---- losing the head ----------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_losing_the_head_ends_in_one_line_exit_3_a_true_summary_and_a_resume(tmp_path):
+    c = new_cluster(tmp_path / "cluster", "n2")
+    try:
+        out = tmp_path / "ray"
+        args = [*LONG, "--ray-workers", "2"]
+        proc = driver(c, out, *args, latency=0.5)
+        wait_for_records(out, 2, proc)
+        killed_at = time.monotonic()
+        c.kill_node("head")  # the GCS, the head's raylet and every actor on it, as a dead machine
+        code, _, err = finish(proc, timeout=180)
+        took = time.monotonic() - killed_at
+    finally:
+        end(c)
+    raw = (out / "driver.err").read_text()
+    assert code == 3, raw[-3000:]
+    ours = err.strip().splitlines()
+    assert len(ours) == 1, ours
+    assert "Ray head node" in ours[0] and "resumes" in ours[0], ours
+    assert "Failed to connect to GCS" not in raw, raw[-2000:]
+    assert took < 45, f"{took:.0f} s from the head's death to the end of the run"
+    first = lines(out)
+    assert 2 <= len(first) < 18
+    assert_clean(first)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_records"] == len(first), "summary.json must be true to the records"
+    assert sum(a["n"] for a in summary["by_arm"].values()) == len(first)
+    c2 = new_cluster(tmp_path / "cluster2", "n2")  # a new head: the same command resumes there
+    try:
+        code, _, err = finish(driver(c2, out, *args), timeout=300)
+    finally:
+        end(c2)
+    assert code == 0, err[-2000:]
+    rows = lines(out)
+    assert len(rows) == 18 and rows[:len(first)] == first, "the finished records are kept as they were"
+    assert_clean(rows)

@@ -165,8 +165,10 @@ def token_auth() -> bool:
 
 
 def stop_local() -> None:
-    if ray is not None and ray.is_initialized():
-        ray.shutdown()
+    from runtime.backends import ray_workers
+
+    if ray is not None and ray.is_initialized() and not ray_workers.HEAD_LOST:
+        ray.shutdown()  # (a lost head: it would wait for the dead GCS; the reaper ends the rest)
     reaper = _SESSION.pop("reaper", None)
     if reaper is not None:
         ray_reaper.stop(reaper)

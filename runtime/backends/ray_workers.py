@@ -23,6 +23,8 @@
 from __future__ import annotations
 
 import math
+import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -42,6 +44,10 @@ PING_S = 1.0
 """How often a worker that is down or starting is asked whether it answers again."""
 ANSWER_S = 300.0
 """How long a placed worker may take to answer (building its services: imports, environment)."""
+HEAD_MISSES = 3
+"""Probes of the head's GCS port in a row (``PING_S`` apart) that find nothing listening before
+the head counts as lost: Ray itself would hang for ``gcs_rpc_server_reconnect_timeout_s`` (60 s)
+and then end the process with exit 1 and nothing saved."""
 
 
 def placement(workers: int) -> float:
@@ -152,6 +158,52 @@ class Pool:
             pass
 
 
+class ClusterWatch:
+    """The cluster's state, read in a thread of its own: a call to a dead head's GCS blocks
+    (for up to a minute, then Ray ends the process), so the batch loop never makes one. Every
+    ``PING_S`` it probes the GCS port (a plain TCP connect) and, while it answers, asks which
+    workers are placed; ``head_lost`` once ``HEAD_MISSES`` probes in a row found nothing."""
+
+    def __init__(self, pool: Pool, gcs_address: str | None):
+        self.pool = pool
+        self.gcs = gcs_address
+        self.head_lost = False
+        self.misses = 0
+        self.placed: set[int] | None = None
+        self.stopped = threading.Event()
+        threading.Thread(target=self._watch, name="ray-cluster-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        while not self.stopped.is_set() and not self.head_lost:
+            if self.answers():
+                self.misses = 0
+                self.placed = self.pool.placed()
+            else:
+                self.misses += 1
+                self.head_lost = self.misses >= HEAD_MISSES
+            self.stopped.wait(PING_S)
+
+    def answers(self) -> bool:
+        host, _, port = (self.gcs or "").rpartition(":")
+        if not host or not port.isdigit():
+            return True  # not known: Ray's own timeouts apply
+        try:
+            socket.create_connection((host, int(port)), timeout=PING_S).close()
+            return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def gcs_address() -> str | None:
+    try:
+        return ray.get_runtime_context().gcs_address
+    except Exception:  # noqa: BLE001 - an older Ray: no probe, Ray's own timeouts apply
+        return None
+
+
 class RayExecutor:
     """Episodes to live workers, by (domain, task, trial) so a group's modes share one memo."""
 
@@ -168,7 +220,7 @@ class RayExecutor:
         self.stalled: str | None = None
         self.drain_until = 0.0
         self.shown: str | None = None
-        self.next_placement = 0.0
+        self.watch = ClusterWatch(pool, gcs_address())
         self.check()
 
     # ---- episodes ----------------------------------------------------------------------------
@@ -197,6 +249,8 @@ class RayExecutor:
         again; ``Stalled`` once a stopped run has no episode left running."""
         while True:
             self.check()
+            if self.watch.head_lost:
+                raise Stalled(self.head_lost())
             if self.stalled and (not self.in_flight or time.monotonic() > self.drain_until):
                 raise Stalled(self.stalled)
             if not self.in_flight and self.pool.alive() and not self.stalled:
@@ -243,9 +297,10 @@ class RayExecutor:
     def check(self) -> None:
         """Read answered pings, send due ones, stop the run on a worker unplaced for too long."""
         now = time.monotonic()
-        if now >= self.next_placement:
-            self.next_placement = now + PING_S
-            placed = self.pool.placed()
+        if self.watch.head_lost:
+            return
+        placed, self.watch.placed = self.watch.placed, None
+        if placed is not None:
             for i, w in enumerate(self.pool.workers):
                 if i in placed:
                     w.unplaced_since = None
@@ -291,6 +346,14 @@ class RayExecutor:
         w.holder = holder
         w.set("alive")
 
+    def head_lost(self) -> str:
+        """The line that ends a run whose head node is gone: the episodes in flight are left
+        unrecorded (their workers depended on the head's actors), to run again on resume."""
+        running = len(self.in_flight)
+        return (f"lost the Ray head node (nothing answers at its GCS address {self.watch.gcs} "
+                f"for {HEAD_MISSES * PING_S:g} s: the cluster is gone); {running} episode(s) in "
+                f"flight were not recorded")
+
     def stop(self, reason: str) -> None:
         self.stalled = reason
         self.drain_until = time.monotonic() + self.timeout
@@ -308,4 +371,23 @@ class RayExecutor:
     def close(self, finished: bool) -> None:
         # At the end, time for every worker to remove its containers and save their logs; on
         # Ctrl-C, an error or a stop, a short wait and then the workers are ended regardless.
+        self.watch.stop()
+        if self.watch.head_lost:
+            forget_cluster()  # nothing to close, and every call to the cluster would block
+            return
         self.pool.close(timeout_s=120.0 if finished else 10.0)
+
+
+HEAD_LOST = False
+"""Set once this process's cluster lost its head: nothing may call it again."""
+
+
+def forget_cluster() -> None:
+    """The head is gone: skip Ray's shutdown at exit (it would wait for the dead GCS)."""
+    import atexit
+
+    from ray._private import worker as ray_worker
+
+    global HEAD_LOST
+    HEAD_LOST = True
+    atexit.unregister(ray_worker.shutdown)

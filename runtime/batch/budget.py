@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from runtime.folder.records import EpisodeKey, EpisodeRecord, lost_spend
+from runtime.folder.records import Attempt, EpisodeKey, EpisodeRecord, lost_spend
 
 BUDGET_SPENT = 4
 """The exit code of a run that stopped at its ``--max-cost``."""
@@ -48,13 +48,19 @@ class BudgetSpent(RuntimeError):
 
 
 class RunBudget:
-    def __init__(self, limit: float, records: Iterable[EpisodeRecord] = ()):
+    def __init__(self, limit: float, records: Iterable[EpisodeRecord] = (),
+                 unrecorded: dict[str, list[Attempt]] | None = None):
+        """``unrecorded``: lost attempts no record holds yet (``runtime.folder.lost_attempts``)."""
         self.limit = float(limit)
         self.spent = 0.0
         self._costs: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         self._lost: dict[str, float] = defaultdict(float)
         for record in records:
             self.note(record)
+        for record_id, attempts in (unrecorded or {}).items():
+            cost = sum(a.cost_usd for a in attempts)
+            self.spent += cost
+            self._lost[record_id] += cost
 
     def note(self, record: EpisodeRecord) -> None:
         """A written record: its cost and its lost attempts' (less what ``note_lost`` counted)."""

@@ -22,6 +22,7 @@ from runtime.episode.engine import lost_record
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import RunAborted
 from runtime.folder.records import BAD_ANSWER, Attempt, EpisodeKey, EpisodeRecord
+from runtime.folder import lost_attempts
 from runtime.folder.store import RunStore, write_json_atomic
 
 Group = tuple[Any, Any, Any]
@@ -148,7 +149,8 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     todo, spec = pending(spec, store, retry_errors)
     if not todo:
         return []
-    budget = RunBudget(max_cost, store.records()) if max_cost is not None else None
+    carried = lost_attempts.unrecorded(store.root, store.records())  # an earlier run's losses
+    budget = RunBudget(max_cost, store.records(), carried) if max_cost is not None else None
     if budget is not None and not budget.allows(todo[0], []):
         raise budget.stopped(todo)
     index = ArtifactIndex(store.root)
@@ -159,7 +161,8 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     spent = False
     written: list[EpisodeRecord] = []
     window = 4 * spec.concurrency
-    lost: dict[str, list[Attempt]] = defaultdict(list)
+    lost: dict[str, list[Attempt]] = defaultdict(list, {k: list(v) for k, v in carried.items()})
+    losses: dict[str, int] = defaultdict(int)  # this invocation's, for LOST_ATTEMPTS
     finished = False
     try:
         while (queue and not spent) or in_flight:
@@ -195,13 +198,15 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 tries = lost[outcome.key.id()]
                 if outcome.record is None:
                     tries.append(lost_attempt(outcome, len(tries) + 1))
+                    lost_attempts.note(store.root, outcome.key.id(), tries[-1])  # until a record holds it
+                    losses[outcome.key.id()] += 1
                     if budget is not None:
                         budget.note_lost(outcome.key, tries[-1].cost_usd)  # paid, now
-                    if len(tries) < LOST_ATTEMPTS:
+                    if losses[outcome.key.id()] < LOST_ATTEMPTS:
                         queue.appendleft(outcome.key)  # its worker was lost: run it elsewhere
                         continue
                 record = outcome.record or lost_record(spec, outcome.key, *outcome.lost,
-                                                       attempts=len(tries))
+                                                       attempts=losses[outcome.key.id()])
                 record = with_attempts(record, tries, outcome.where, outcome.record is not None)
                 if spec.fingerprint and record.fingerprint is None:
                     record = record.model_copy(update={"fingerprint": spec.fingerprint})
@@ -228,7 +233,7 @@ def lost_attempt(outcome: Outcome, number: int) -> Attempt:
     counted = (outcome.attempt.model_dump(exclude={"number", "ended", "reason"}, exclude_none=True)
                if outcome.attempt else {})
     return Attempt(**{"worker": outcome.where, **counted, "number": number, "ended": "lost",
-                      "reason": reason})
+                      "reason": reason, "id": lost_attempts.new_id()})
 
 
 def with_attempts(record: EpisodeRecord, lost: list[Attempt], where: str | None,

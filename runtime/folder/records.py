@@ -59,6 +59,8 @@ class Attempt(BaseModel):
 
     number: int
     ended: Literal["lost", "finished"]
+    id: str | None = Field(default=None, description="A lost attempt's own id "
+                           "(runtime.folder.lost_attempts): it is counted once, in one place.")
     reason: str | None = Field(default=None, description="Why a lost attempt ended (Ray's error).")
     worker: str | None = Field(default=None, description="worker index@node id:pid that ran it.")
     calls: int = 0
