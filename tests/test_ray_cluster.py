@@ -280,3 +280,51 @@ def test_losing_the_head_ends_in_one_line_exit_3_a_true_summary_and_a_resume(tmp
     rows = lines(out)
     assert len(rows) == 18 and rows[:len(first)] == first, "the finished records are kept as they were"
     assert_clean(rows)
+
+
+@pytest.mark.slow
+def test_a_node_lost_mid_run_leaves_every_paid_call_in_the_records(tmp_path):
+    """A worker node SIGKILLed mid-episode (a spare node takes over): the re-run episode's
+    record holds both attempts, and the calls over all records are the calls the endpoint
+    (the counting stub) received; their cost is in the summary and in one line of it."""
+    server = load_stub_server().serve(0, 0.5, ["retail"])
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    c = new_cluster(tmp_path / "cluster", "n2", "n3")
+    try:
+        out = tmp_path / "ray"
+        args = ["--env", "tau2", "--domain", "retail", "--task-ids", "0", "--mode", "direct",
+                "--model", "openai/stub", "--api-base", f"{base}/v1", "--no-judge", "--trials", "4",
+                "--concurrency", "2", "--ray-workers", "2", "--no-cache",
+                "--price", "openai/stub=1000/5000"]
+        calls0 = stub_calls(base)
+        proc = driver(c, out, *args)
+        deadline = time.monotonic() + 240
+        while stub_calls(base) - calls0 < 12:  # both workers well into their first episodes
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+            time.sleep(0.3)
+        victim = kill_a_worker_node(c)
+        code, stdout, err = finish(proc, timeout=400)
+        received = stub_calls(base) - calls0
+    finally:
+        end(c)
+        server.shutdown()
+    assert code == 0, err[-2000:]
+    rows = lines(out)
+    assert len(rows) == 4
+    assert_clean(rows)
+    again = [r for r in rows if r["attempts"]]
+    assert len(again) == 1, [r["attempts"] for r in rows]
+    lost, finished = again[0]["attempts"]
+    assert lost["ended"] == "lost" and finished["ended"] == "finished"
+    assert lost["calls"] + lost["in_flight_calls"] >= 1 and lost["worker"], lost
+    assert finished["calls"] == again[0]["usage"]["total"]["calls"]
+    per_call = (100 * 1000 + 20 * 5000) / 1e6
+    assert lost["cost_usd"] == pytest.approx(lost["calls"] * per_call)
+    counted = sum(r["usage"]["total"]["calls"] for r in rows) + lost["calls"] + lost["in_flight_calls"]
+    assert counted == received, f"records count {counted} calls; the endpoint received {received}"
+    summary = json.loads((out / "summary.json").read_text())
+    paid = sum(r["usage"]["total"]["cost_usd"] for r in rows) + lost["cost_usd"]
+    assert summary["by_arm"]["direct"]["cost_usd"] == pytest.approx(paid)
+    assert summary["re_run"]["calls"] == lost["calls"]
+    assert "1 episode re-run after a lost Ray worker or node: +" in stdout, stdout[-2000:]
+    assert victim
