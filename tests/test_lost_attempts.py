@@ -198,6 +198,8 @@ def test_the_ledger_counts_each_call_once():
     t1 = ledger.begin("e#1", "w", "executor")
     ledger.end("e#1", "w", t1, {"calls": 1, "prompt_tokens": 5, "cost_usd": 0.5})
     t2 = ledger.begin("e#1", "w", "executor")
+    seen = ledger.snapshot()["e#1"]  # what the driver reads each second, in case the head goes
+    assert (seen["calls"], seen["in_flight_calls"], seen["worker"]) == (1, 1, "w")
     taken = ledger.take("e#1")
     assert (taken["calls"], taken["in_flight_calls"], taken["cost_usd"]) == (1, 1, 0.5)
     ledger.end("e#1", "w", t2, {"calls": 1, "cost_usd": 0.5})  # late: counted in flight already

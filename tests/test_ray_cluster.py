@@ -271,6 +271,12 @@ def test_losing_the_head_ends_in_one_line_exit_3_a_true_summary_and_a_resume(tmp
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_records"] == len(first), "summary.json must be true to the records"
     assert sum(a["n"] for a in summary["by_arm"].values()) == len(first)
+    import re
+
+    in_flight = int(re.search(r"(\d+) episode\(s\) in flight", ours[0]).group(1))
+    waiting = [json.loads(x) for x in (out / "lost_attempts.jsonl").read_text().splitlines()]
+    # the ones in flight at the end, and any whose worker went down with the head before it
+    assert in_flight >= 1 and sum("HeadLost" in w["attempt"]["reason"] for w in waiting) == in_flight
     c2 = new_cluster(tmp_path / "cluster2", "n2")  # a new head: the same command resumes there
     try:
         code, _, err = finish(driver(c2, out, *args), timeout=300)
@@ -280,6 +286,9 @@ def test_losing_the_head_ends_in_one_line_exit_3_a_true_summary_and_a_resume(tmp
     rows = lines(out)
     assert len(rows) == 18 and rows[:len(first)] == first, "the finished records are kept as they were"
     assert_clean(rows)
+    held = {a["id"]: r["record_id"] for r in rows for a in r["attempts"] if a["id"]}
+    assert {w["attempt"]["id"]: w["record_id"] for w in waiting} == held, \
+        "the re-run episodes' records hold the attempts lost with the head"
 
 
 @pytest.mark.slow

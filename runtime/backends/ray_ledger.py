@@ -70,14 +70,24 @@ class Ledger:
         with self.lock:
             self.closed.add(attempt)
             tally = self.tallies.pop(attempt, Tally())
-        return {"worker": tally.worker, **{name: getattr(tally, name) for name in SUMMED},
-                "in_flight_calls": len(tally.in_flight)}
+        return self._counts(tally)
 
     def drop(self, attempt: str) -> None:
         """An attempt that came back: its record counts its calls."""
         with self.lock:
             self.closed.add(attempt)
             self.tallies.pop(attempt, None)
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """What each running attempt has counted so far (read by the driver each second: all
+        that is left of them if the head, where this ledger lives, is lost)."""
+        with self.lock:
+            return {attempt: self._counts(tally) for attempt, tally in self.tallies.items()}
+
+    @staticmethod
+    def _counts(tally: Tally) -> dict[str, Any]:
+        return {"worker": tally.worker, **{name: getattr(tally, name) for name in SUMMED},
+                "in_flight_calls": len(tally.in_flight)}
 
     def open_attempts(self) -> list[str]:
         with self.lock:

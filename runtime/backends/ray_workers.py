@@ -18,6 +18,10 @@
   whose bundle is on no live node for ``placement_timeout`` seconds (or that is placed but does
   not answer within ``ANSWER_S``) stops the run: no new episode starts, the running ones finish
   (for at most that long again), and the batch loop ends with exit 3 and a resumable folder.
+* **A lost head ends the run at once.** A watch thread probes the head's GCS port every
+  ``PING_S`` (:class:`ClusterWatch`); after ``HEAD_MISSES`` misses the episodes in flight become
+  lost attempts (with the ledger's last counts) and the run stops in one line, exit 3, instead
+  of Ray's 60 s hang and exit 1.
 """
 
 from __future__ import annotations
@@ -162,7 +166,9 @@ class ClusterWatch:
     """The cluster's state, read in a thread of its own: a call to a dead head's GCS blocks
     (for up to a minute, then Ray ends the process), so the batch loop never makes one. Every
     ``PING_S`` it probes the GCS port (a plain TCP connect) and, while it answers, asks which
-    workers are placed; ``head_lost`` once ``HEAD_MISSES`` probes in a row found nothing."""
+    workers are placed and what the ledger has counted of the attempts running (``counted``:
+    all that is left of them once the head, where the ledger lives, is gone); ``head_lost``
+    once ``HEAD_MISSES`` probes in a row found nothing."""
 
     def __init__(self, pool: Pool, gcs_address: str | None):
         self.pool = pool
@@ -170,6 +176,7 @@ class ClusterWatch:
         self.head_lost = False
         self.misses = 0
         self.placed: set[int] | None = None
+        self.counted: dict[str, dict[str, Any]] = {}
         self.stopped = threading.Event()
         threading.Thread(target=self._watch, name="ray-cluster-watch", daemon=True).start()
 
@@ -178,23 +185,46 @@ class ClusterWatch:
             if self.answers():
                 self.misses = 0
                 self.placed = self.pool.placed()
+                self.counted = self.read_ledger()
             else:
                 self.misses += 1
                 self.head_lost = self.misses >= HEAD_MISSES
             self.stopped.wait(PING_S)
 
+    def read_ledger(self) -> dict[str, dict[str, Any]]:
+        if self.pool.ledger is None:
+            return {}
+        try:
+            return ray.get(self.pool.ledger.snapshot.remote(), timeout=PING_S)
+        except Exception:  # noqa: BLE001 - busy or going: the last reading stands
+            return self.counted
+
     def answers(self) -> bool:
         host, _, port = (self.gcs or "").rpartition(":")
         if not host or not port.isdigit():
             return True  # not known: Ray's own timeouts apply
-        try:
-            socket.create_connection((host, int(port)), timeout=PING_S).close()
-            return True
-        except OSError:
-            return False
+        # a head on this machine may listen on loopback only (a private local instance)
+        hosts = [host, *(["127.0.0.1"] if host != "127.0.0.1" and _is_local(host) else [])]
+        for name in hosts:
+            try:
+                socket.create_connection((name, int(port)), timeout=PING_S).close()
+                return True
+            except OSError:
+                continue
+        return False
 
     def stop(self) -> None:
         self.stopped.set()
+
+
+def _is_local(host: str) -> bool:
+    """Whether ``host`` is an address of this machine (one can bind to it)."""
+    try:
+        with socket.socket() as s:
+            s.bind((host, 0))
+        return True
+    except OSError:
+        return False
 
 
 def gcs_address() -> str | None:
@@ -250,7 +280,9 @@ class RayExecutor:
         while True:
             self.check()
             if self.watch.head_lost:
-                raise Stalled(self.head_lost())
+                if self.in_flight:  # their last counts, as lost attempts; then the stop
+                    return self.lost_with_the_head()
+                raise Stalled(self.stalled or self.head_lost())
             if self.stalled and (not self.in_flight or time.monotonic() > self.drain_until):
                 raise Stalled(self.stalled)
             if not self.in_flight and self.pool.alive() and not self.stalled:
@@ -287,10 +319,10 @@ class RayExecutor:
         if self.pool.ledger is None:
             return None
         try:
-            tally = ray.get(self.pool.ledger.take.remote(attempt), timeout=30)
+            tally = ray.get(self.pool.ledger.take.remote(attempt), timeout=5 * PING_S)
         except (ray.exceptions.RayError, TimeoutError):
-            return None
-        return lost_attempt(attempt, tally)
+            tally = self.watch.counted.get(attempt)  # the ledger went with the head: its last counts
+        return lost_attempt(attempt, tally) if tally else None
 
     # ---- worker health -----------------------------------------------------------------------
 
@@ -345,6 +377,23 @@ class RayExecutor:
             self.pool.forget(w)  # a restarted worker: its old incarnation's slots go back
         w.holder = holder
         w.set("alive")
+
+    def lost_with_the_head(self) -> list[Outcome]:
+        """The episodes in flight when the head was lost, as lost attempts with the calls the
+        ledger had counted of them at the last reading (at most ``PING_S`` old): they are not
+        recorded (their workers depended on the head's actors) and run again on resume."""
+        self.stop(self.head_lost())
+        outcomes = []
+        for ref, (key, w, attempt) in list(self.in_flight.items()):
+            del self.in_flight[ref]
+            self.load[w] -= 1
+            tally = self.watch.counted.get(attempt)
+            outcomes.append(Outcome(key=key, record=None, where=self.pool.workers[w].holder,
+                                    lost=("HeadLost", "the Ray head node was lost; calls after the "
+                                          f"ledger's last reading (at most {PING_S:g} s before) are "
+                                          "not counted"),
+                                    attempt=lost_attempt(attempt, tally) if tally else None))
+        return outcomes
 
     def head_lost(self) -> str:
         """The line that ends a run whose head node is gone: the episodes in flight are left

@@ -184,7 +184,8 @@ class Meter:
         return self.sink.begin(purpose) if self.sink is not None else None
 
     def end_failed(self, purpose: str, ticket: Any) -> None:
-        _ = self.sink is not None and self.sink.end(ticket, purpose, None)
+        if self.sink is not None:
+            self.sink.end(ticket, purpose, None)
 
     def note_finish(self, purpose: str, reason: str) -> None:
         with self._lock:
