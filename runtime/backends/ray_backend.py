@@ -222,7 +222,6 @@ class RemoteLimiter:
     def __init__(self, actor: Any, holder: str):
         self.actor = actor
         self.holder = holder
-        self.ledger = ledger
 
     @contextmanager
     def slot(self, provider: str) -> Iterator[None]:
