@@ -18,6 +18,7 @@ from pathlib import Path
 from runtime.folder import integrity
 from runtime.folder.durable import append_whole
 from runtime.folder.records import Attempt, EpisodeRecord
+from runtime.folder.scrub import scrub
 
 FILE = "lost_attempts.jsonl"
 
@@ -27,7 +28,7 @@ def new_id() -> str:
 
 
 def note(root: Path, record_id: str, attempt: Attempt) -> None:
-    line = integrity.sealed_line(json.dumps({"record_id": record_id, "attempt": attempt.model_dump()}))
+    line = integrity.sealed_line(scrub(json.dumps({"record_id": record_id, "attempt": attempt.model_dump()})))
     append_whole(Path(root) / FILE, (line + "\n").encode("utf-8"))
 
 
