@@ -211,6 +211,9 @@ def test_a_node_lost_mid_run_with_a_spare_costs_nothing(tmp_path, scripted, vali
     assert comparable(rows) == comparable(threads)
     assert calls_by_purpose(rows)["planner"] == calls_by_purpose(threads)["planner"], \
         "a p0 already returned must not be made again"
+    again = [r["attempts"] for r in rows if r["attempts"]]
+    assert again, "the episode that ran on the lost node must say it ran twice"
+    assert all(a[-1]["ended"] == "finished" and {x["ended"] for x in a[:-1]} == {"lost"} for a in again)
 
 
 @pytest.mark.slow
