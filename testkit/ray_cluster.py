@@ -205,6 +205,12 @@ class LocalCluster:
         while time.monotonic() < deadline and any(_alive(p) for p in pids):
             time.sleep(0.2)
         _kill([p for p in pids if _alive(p)], signal.SIGKILL)
+        # a raylet may have started a worker after the first look: end those too, and give the
+        # killed ones a moment to be gone (a SIGKILLed process is not gone at once)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (alive := [p for p in self.processes() + pids if _alive(p)]):
+            _kill(alive, signal.SIGKILL)
+            time.sleep(0.2)
         for node in self.nodes.values():
             try:
                 node.proc.wait(10)

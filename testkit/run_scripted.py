@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sys
 
 from runtime import validate
 from runtime.backends import add_worker_setup
@@ -70,4 +69,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from runtime.cli.process_end import end
+
+    end(main())  # as the commands end: without the interpreter's teardown

@@ -24,10 +24,12 @@ def _quiet_loguru():
     yield
 
 
-VOLATILE = ("timings_s", "started_at", "finished_at", "reused", "usage", "fingerprint", "digest")
+VOLATILE = ("timings_s", "started_at", "finished_at", "reused", "usage", "fingerprint", "digest",
+            "attempts")
 """Timing, and which of two concurrent modes happened to make the shared p0 (and so paid for
-it): both vary between two runs of the same backend too; and the settings fingerprint, which
-holds the endpoint's address (each run's loopback proxy listens on a port of its own)."""
+it): both vary between two runs of the same backend too; the settings fingerprint, which
+holds the endpoint's address (each run's loopback proxy listens on a port of its own); and the
+attempts of an episode re-run after a lost node (how many depends on which node died when)."""
 
 
 def comparable(rows: list[dict]) -> dict[str, dict]:

@@ -211,6 +211,9 @@ def test_a_node_lost_mid_run_with_a_spare_costs_nothing(tmp_path, scripted, vali
     assert comparable(rows) == comparable(threads)
     assert calls_by_purpose(rows)["planner"] == calls_by_purpose(threads)["planner"], \
         "a p0 already returned must not be made again"
+    again = [r["attempts"] for r in rows if r["attempts"]]
+    assert again, "the episode that ran on the lost node must say it ran twice"
+    assert all(a[-1]["ended"] == "finished" and {x["ended"] for x in a[:-1]} == {"lost"} for a in again)
 
 
 @pytest.mark.slow
@@ -240,3 +243,100 @@ def test_a_node_lost_without_a_spare_stops_with_exit_3_then_the_same_command_res
     rows = lines(out)
     assert len(rows) == 18 and rows[:len(first)] == first
     assert_clean(rows)
+
+
+# ---- losing the head ----------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_losing_the_head_ends_in_one_line_exit_3_a_true_summary_and_a_resume(tmp_path):
+    c = new_cluster(tmp_path / "cluster", "n2")
+    try:
+        out = tmp_path / "ray"
+        args = [*LONG, "--ray-workers", "2"]
+        proc = driver(c, out, *args, latency=0.5)
+        wait_for_records(out, 2, proc)
+        killed_at = time.monotonic()
+        c.kill_node("head")  # the GCS, the head's raylet and every actor on it, as a dead machine
+        code, _, err = finish(proc, timeout=180)
+        took = time.monotonic() - killed_at
+    finally:
+        end(c)
+    raw = (out / "driver.err").read_text()
+    assert code == 3, raw[-3000:]
+    ours = err.strip().splitlines()
+    assert len(ours) == 1, ours
+    assert "Ray head node" in ours[0] and "resumes" in ours[0], ours
+    assert "Failed to connect to GCS" not in raw, raw[-2000:]
+    assert took < 45, f"{took:.0f} s from the head's death to the end of the run"
+    first = lines(out)
+    assert 2 <= len(first) < 18
+    assert_clean(first)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_records"] == len(first), "summary.json must be true to the records"
+    assert sum(a["n"] for a in summary["by_arm"].values()) == len(first)
+    import re
+
+    in_flight = int(re.search(r"(\d+) episode\(s\) in flight", ours[0]).group(1))
+    waiting = [json.loads(x) for x in (out / "lost_attempts.jsonl").read_text().splitlines()]
+    # the ones in flight at the end, and any whose worker went down with the head before it
+    assert in_flight >= 1 and sum("HeadLost" in w["attempt"]["reason"] for w in waiting) == in_flight
+    c2 = new_cluster(tmp_path / "cluster2", "n2")  # a new head: the same command resumes there
+    try:
+        code, _, err = finish(driver(c2, out, *args), timeout=300)
+    finally:
+        end(c2)
+    assert code == 0, err[-2000:]
+    rows = lines(out)
+    assert len(rows) == 18 and rows[:len(first)] == first, "the finished records are kept as they were"
+    assert_clean(rows)
+    held = {a["id"]: r["record_id"] for r in rows for a in r["attempts"] if a["id"]}
+    assert {w["attempt"]["id"]: w["record_id"] for w in waiting} == held, \
+        "the re-run episodes' records hold the attempts lost with the head"
+
+
+@pytest.mark.slow
+def test_a_node_lost_mid_run_leaves_every_paid_call_in_the_records(tmp_path):
+    """A worker node SIGKILLed mid-episode (a spare node takes over): the re-run episode's
+    record holds both attempts, and the calls over all records are the calls the endpoint
+    (the counting stub) received; their cost is in the summary and in one line of it."""
+    server = load_stub_server().serve(0, 0.5, ["retail"])
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    c = new_cluster(tmp_path / "cluster", "n2", "n3")
+    try:
+        out = tmp_path / "ray"
+        args = ["--env", "tau2", "--domain", "retail", "--task-ids", "0", "--mode", "direct",
+                "--model", "openai/stub", "--api-base", f"{base}/v1", "--no-judge", "--trials", "4",
+                "--concurrency", "2", "--ray-workers", "2", "--no-cache",
+                "--price", "openai/stub=1000/5000"]
+        calls0 = stub_calls(base)
+        proc = driver(c, out, *args)
+        deadline = time.monotonic() + 240
+        while stub_calls(base) - calls0 < 12:  # both workers well into their first episodes
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+            time.sleep(0.3)
+        victim = kill_a_worker_node(c)
+        code, stdout, err = finish(proc, timeout=400)
+        received = stub_calls(base) - calls0
+    finally:
+        end(c)
+        server.shutdown()
+    assert code == 0, err[-2000:]
+    rows = lines(out)
+    assert len(rows) == 4
+    assert_clean(rows)
+    again = [r for r in rows if r["attempts"]]
+    assert len(again) == 1, [r["attempts"] for r in rows]
+    lost, finished = again[0]["attempts"]
+    assert lost["ended"] == "lost" and finished["ended"] == "finished"
+    assert lost["calls"] + lost["in_flight_calls"] >= 1 and lost["worker"], lost
+    assert finished["calls"] == again[0]["usage"]["total"]["calls"]
+    per_call = (100 * 1000 + 20 * 5000) / 1e6
+    assert lost["cost_usd"] == pytest.approx(lost["calls"] * per_call)
+    counted = sum(r["usage"]["total"]["calls"] for r in rows) + lost["calls"] + lost["in_flight_calls"]
+    assert counted == received, f"records count {counted} calls; the endpoint received {received}"
+    summary = json.loads((out / "summary.json").read_text())
+    paid = sum(r["usage"]["total"]["cost_usd"] for r in rows) + lost["cost_usd"]
+    assert summary["by_arm"]["direct"]["cost_usd"] == pytest.approx(paid)
+    assert summary["re_run"]["calls"] == lost["calls"]
+    assert "1 episode re-run after a lost Ray worker or node: +" in stdout, stdout[-2000:]
+    assert victim

@@ -21,7 +21,9 @@ and writes every result, as it does for threads. Design:
   whole request, as before, so a worker on another machine reads and fills the same cache.
 * **Losing a node costs nothing:** workers are restarted by Ray, lost episodes run again, and a
   worker that cannot be placed stops the run (exit 3, resumable) instead of hanging it
-  (:mod:`runtime.backends.ray_workers`).
+  (:mod:`runtime.backends.ray_workers`). What a lost attempt spent is not lost with it: each
+  model call is counted as it happens in a ledger actor on the driver's node
+  (:mod:`runtime.backends.ray_ledger`) and kept in the re-run episode's ``attempts``.
 * **Per-provider limits are global:** one limiter actor holds a semaphore per provider; each
   model call of every worker takes a slot from it. A worker that dies (each incarnation is a
   holder of its own) has its slots returned.
@@ -171,8 +173,10 @@ def token_auth() -> bool:
 
 
 def stop_local() -> None:
-    if ray is not None and ray.is_initialized():
-        ray.shutdown()
+    from runtime.backends import ray_workers
+
+    if ray is not None and ray.is_initialized() and not ray_workers.HEAD_LOST:
+        ray.shutdown()  # (a lost head: it would wait for the dead GCS; the reaper ends the rest)
     ray_logs.stop()
     reaper = _SESSION.pop("reaper", None)
     if reaper is not None:
@@ -295,13 +299,14 @@ class LimiterService:
 class EpisodeWorker:
     """One worker process: its own services and artifact memo; episodes in threads."""
 
-    def __init__(self, recipe: Recipe, cache: Any, limiter: Any, index: int):
+    def __init__(self, recipe: Recipe, cache: Any, limiter: Any, ledger: Any, index: int):
         from runtime.episode.services import open_services
         from runtime.folder.logs import quiet_loguru
 
         # who holds limiter slots: this incarnation (Ray may restart the worker on another node)
         holder = f"{index}@{ray.get_runtime_context().get_node_id()[:12]}:{os.getpid()}"
         self.holder = holder
+        self.ledger = ledger
 
         for hook in recipe.setup:
             hook()
@@ -319,12 +324,17 @@ class EpisodeWorker:
         """This incarnation's limiter holder: the driver tells a restarted worker by it."""
         return self.holder
 
-    def run(self, key: EpisodeKey, seeded: list[Artifact]) -> tuple[EpisodeRecord, list[Artifact], Abort | None]:
+    def run(self, key: EpisodeKey, seeded: list[Artifact], attempt: str
+            ) -> tuple[EpisodeRecord, list[Artifact], Abort | None, str]:
+        """The episode, each model call counted in the ledger as it happens (``attempt``: this
+        run's id there), so a loss of this process leaves its calls counted."""
+        from runtime.backends.ray_ledger import LedgerSink
         from runtime.episode.engine import run_episode
 
         self.memo.seed(seeded)
-        record, made = run_episode(self.spec, self.services, key, self.memo)
-        return record, made, Abort.of(self.services.layer.aborted)
+        sink = LedgerSink(self.ledger, attempt, self.holder) if self.ledger is not None else None
+        record, made = run_episode(self.spec, self.services, key, self.memo, sink=sink)
+        return record, made, Abort.of(self.services.layer.aborted), self.holder
 
     def abort(self, reason: str, credentials: bool) -> None:
         self.services.layer.abort(reason, credentials)
@@ -362,9 +372,12 @@ def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None,
         if config.model_concurrency:
             limiter = ray.remote(LimiterService).options(num_cpus=0, max_concurrency=10_000, **pinned) \
                 .remote(config.model_concurrency)
+        from runtime.backends.ray_ledger import Ledger
+
+        ledger = ray.remote(Ledger).options(num_cpus=0, max_concurrency=64, **pinned).remote()
         slots = max(1, math.ceil(spec.concurrency / workers))
-        pool = ray_workers.Pool(EpisodeWorker, (recipe(spec, run.out, setup or []), cache_actor, limiter), workers,
-                                slots, cpus_each, cache_actor, limiter)
+        pool = ray_workers.Pool(EpisodeWorker, (recipe(spec, run.out, setup or []), cache_actor, limiter, ledger),
+                                workers, slots, cpus_each, cache_actor, limiter, ledger)
         return ray_workers.RayExecutor(pool, config.ray_placement_timeout, on_status)
 
     return open_executor

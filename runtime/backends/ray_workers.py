@@ -18,11 +18,17 @@
   whose bundle is on no live node for ``placement_timeout`` seconds (or that is placed but does
   not answer within ``ANSWER_S``) stops the run: no new episode starts, the running ones finish
   (for at most that long again), and the batch loop ends with exit 3 and a resumable folder.
+* **A lost head ends the run at once.** A watch thread probes the head's GCS port every
+  ``PING_S`` (:class:`ClusterWatch`); after ``HEAD_MISSES`` misses the episodes in flight become
+  lost attempts (with the ledger's last counts) and the run stops in one line, exit 3, instead
+  of Ray's 60 s hang and exit 1.
 """
 
 from __future__ import annotations
 
 import math
+import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -32,6 +38,7 @@ import ray
 from runtime.batch import Outcome, Stalled
 from runtime.compose.config import UsageError
 from runtime.episode.artifacts import Artifact
+from runtime.backends.ray_ledger import lost_attempt
 from runtime.folder.records import EpisodeKey
 
 Group = tuple[Any, Any, Any]
@@ -41,6 +48,10 @@ PING_S = 1.0
 """How often a worker that is down or starting is asked whether it answers again."""
 ANSWER_S = 300.0
 """How long a placed worker may take to answer (building its services: imports, environment)."""
+HEAD_MISSES = 3
+"""Probes of the head's GCS port in a row (``PING_S`` apart) that find nothing listening before
+the head counts as lost: Ray itself would hang for ``gcs_rpc_server_reconnect_timeout_s`` (60 s)
+and then end the process with exit 1 and nothing saved."""
 
 
 def placement(workers: int) -> float:
@@ -96,11 +107,13 @@ class Pool:
     """The run's worker actors and the shared cache and limiter actors (pinned to the driver)."""
 
     def __init__(self, worker_class: type, args: tuple, workers: int, slots: int,
-                 cpus_each: float, cache: Any, limiter: Any):
+                 cpus_each: float, cache: Any, limiter: Any, ledger: Any = None):
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self.n, self.slots, self.limiter, self.cache = workers, slots, limiter, cache
+        self.ledger = ledger
+        """Where workers count each model call as it happens (``runtime.backends.ray_ledger``)."""
         # One bundle per worker, spread over the nodes: Ray reserves the CPUs, moves a lost
         # node's bundles to nodes with room, and tells whether each is placed (``placed``).
         self.group = placement_group([{"CPU": cpus_each}] * workers, strategy="SPREAD")
@@ -135,7 +148,7 @@ class Pool:
         refs = [self.workers[i].handle.close.remote() for i in self.alive()]
         if refs:
             ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
-        for actor in [*(w.handle for w in self.workers), self.cache, self.limiter]:
+        for actor in [*(w.handle for w in self.workers), self.cache, self.limiter, self.ledger]:
             if actor is not None:
                 try:
                     ray.kill(actor, no_restart=True)
@@ -149,6 +162,78 @@ class Pool:
             pass
 
 
+class ClusterWatch:
+    """The cluster's state, read in a thread of its own: a call to a dead head's GCS blocks
+    (for up to a minute, then Ray ends the process), so the batch loop never makes one. Every
+    ``PING_S`` it probes the GCS port (a plain TCP connect) and, while it answers, asks which
+    workers are placed and what the ledger has counted of the attempts running (``counted``:
+    all that is left of them once the head, where the ledger lives, is gone); ``head_lost``
+    once ``HEAD_MISSES`` probes in a row found nothing."""
+
+    def __init__(self, pool: Pool, gcs_address: str | None):
+        self.pool = pool
+        self.gcs = gcs_address
+        self.head_lost = False
+        self.misses = 0
+        self.placed: set[int] | None = None
+        self.counted: dict[str, dict[str, Any]] = {}
+        self.stopped = threading.Event()
+        threading.Thread(target=self._watch, name="ray-cluster-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        while not self.stopped.is_set() and not self.head_lost:
+            if self.answers():
+                self.misses = 0
+                self.placed = self.pool.placed()
+                self.counted = self.read_ledger()
+            else:
+                self.misses += 1
+                self.head_lost = self.misses >= HEAD_MISSES
+            self.stopped.wait(PING_S)
+
+    def read_ledger(self) -> dict[str, dict[str, Any]]:
+        if self.pool.ledger is None:
+            return {}
+        try:
+            return ray.get(self.pool.ledger.snapshot.remote(), timeout=PING_S)
+        except Exception:  # noqa: BLE001 - busy or going: the last reading stands
+            return self.counted
+
+    def answers(self) -> bool:
+        host, _, port = (self.gcs or "").rpartition(":")
+        if not host or not port.isdigit():
+            return True  # not known: Ray's own timeouts apply
+        # a head on this machine may listen on loopback only (a private local instance)
+        hosts = [host, *(["127.0.0.1"] if host != "127.0.0.1" and _is_local(host) else [])]
+        for name in hosts:
+            try:
+                socket.create_connection((name, int(port)), timeout=PING_S).close()
+                return True
+            except OSError:
+                continue
+        return False
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def _is_local(host: str) -> bool:
+    """Whether ``host`` is an address of this machine (one can bind to it)."""
+    try:
+        with socket.socket() as s:
+            s.bind((host, 0))
+        return True
+    except OSError:
+        return False
+
+
+def gcs_address() -> str | None:
+    try:
+        return ray.get_runtime_context().gcs_address
+    except Exception:  # noqa: BLE001 - an older Ray: no probe, Ray's own timeouts apply
+        return None
+
+
 class RayExecutor:
     """Episodes to live workers, by (domain, task, trial) so a group's modes share one memo."""
 
@@ -159,11 +244,13 @@ class RayExecutor:
         self.on_status = on_status
         self.owner: dict[Group, int] = {}
         self.load = [0] * pool.n
-        self.in_flight: dict[Any, tuple[EpisodeKey, int]] = {}
+        self.in_flight: dict[Any, tuple[EpisodeKey, int, str]] = {}
+        self.runs: dict[str, int] = {}
+        """Times each episode was submitted: its attempts' ids in the ledger."""
         self.stalled: str | None = None
         self.drain_until = 0.0
         self.shown: str | None = None
-        self.next_placement = 0.0
+        self.watch = ClusterWatch(pool, gcs_address())
         self.check()
 
     # ---- episodes ----------------------------------------------------------------------------
@@ -181,7 +268,9 @@ class RayExecutor:
             w = self.owner[group] = min(free, key=self.load.__getitem__)
         if self.load[w] >= pool.slots:
             return False
-        self.in_flight[pool.workers[w].handle.run.remote(key, artifacts)] = (key, w)
+        self.runs[key.id()] = self.runs.get(key.id(), 0) + 1
+        attempt = f"{key.id()}#{self.runs[key.id()]}"
+        self.in_flight[pool.workers[w].handle.run.remote(key, artifacts, attempt)] = (key, w, attempt)
         self.load[w] += 1
         return True
 
@@ -190,6 +279,10 @@ class RayExecutor:
         again; ``Stalled`` once a stopped run has no episode left running."""
         while True:
             self.check()
+            if self.watch.head_lost:
+                if self.in_flight:  # their last counts, as lost attempts; then the stop
+                    return self.lost_with_the_head()
+                raise Stalled(self.stalled or self.head_lost())
             if self.stalled and (not self.in_flight or time.monotonic() > self.drain_until):
                 raise Stalled(self.stalled)
             if not self.in_flight and self.pool.alive() and not self.stalled:
@@ -203,11 +296,14 @@ class RayExecutor:
                 return [self.outcome(ref) for ref in done]
 
     def outcome(self, ref: Any) -> Outcome:
-        key, w = self.in_flight.pop(ref)
+        key, w, attempt = self.in_flight.pop(ref)
         self.load[w] -= 1
+        ledger = self.pool.ledger
         try:
-            record, made, aborted = ray.get(ref)
-            return Outcome(key=key, record=record, artifacts=made, aborted=aborted)
+            record, made, aborted, where = ray.get(ref)
+            if ledger is not None:
+                ledger.drop.remote(attempt)  # its record counts its calls
+            return Outcome(key=key, record=record, artifacts=made, aborted=aborted, where=where)
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
             # Its worker (or node) was lost: the batch loop runs the episode again. The worker
             # is pinged until it answers (Ray restarts it) or is known dead.
@@ -215,16 +311,28 @@ class RayExecutor:
             if worker.state == "alive":
                 worker.set("down")
                 worker.next_ping = 0.0
-            return Outcome(key=key, record=None, lost=(type(exc).__name__, str(exc)))
+            return Outcome(key=key, record=None, lost=(type(exc).__name__, str(exc)),
+                           attempt=self.counted(attempt), where=worker.holder)
+
+    def counted(self, attempt: str) -> Any:
+        """The lost attempt's calls as the ledger counted them (None: no ledger, or it is gone)."""
+        if self.pool.ledger is None:
+            return None
+        try:
+            tally = ray.get(self.pool.ledger.take.remote(attempt), timeout=5 * PING_S)
+        except (ray.exceptions.RayError, TimeoutError):
+            tally = self.watch.counted.get(attempt)  # the ledger went with the head: its last counts
+        return lost_attempt(attempt, tally) if tally else None
 
     # ---- worker health -----------------------------------------------------------------------
 
     def check(self) -> None:
         """Read answered pings, send due ones, stop the run on a worker unplaced for too long."""
         now = time.monotonic()
-        if now >= self.next_placement:
-            self.next_placement = now + PING_S
-            placed = self.pool.placed()
+        if self.watch.head_lost:
+            return
+        placed, self.watch.placed = self.watch.placed, None
+        if placed is not None:
             for i, w in enumerate(self.pool.workers):
                 if i in placed:
                     w.unplaced_since = None
@@ -270,6 +378,31 @@ class RayExecutor:
         w.holder = holder
         w.set("alive")
 
+    def lost_with_the_head(self) -> list[Outcome]:
+        """The episodes in flight when the head was lost, as lost attempts with the calls the
+        ledger had counted of them at the last reading (at most ``PING_S`` old): they are not
+        recorded (their workers depended on the head's actors) and run again on resume."""
+        self.stop(self.head_lost())
+        outcomes = []
+        for ref, (key, w, attempt) in list(self.in_flight.items()):
+            del self.in_flight[ref]
+            self.load[w] -= 1
+            tally = self.watch.counted.get(attempt)
+            outcomes.append(Outcome(key=key, record=None, where=self.pool.workers[w].holder,
+                                    lost=("HeadLost", "the Ray head node was lost; calls after the "
+                                          f"ledger's last reading (at most {PING_S:g} s before) are "
+                                          "not counted"),
+                                    attempt=lost_attempt(attempt, tally) if tally else None))
+        return outcomes
+
+    def head_lost(self) -> str:
+        """The line that ends a run whose head node is gone: the episodes in flight are left
+        unrecorded (their workers depended on the head's actors), to run again on resume."""
+        running = len(self.in_flight)
+        return (f"lost the Ray head node (nothing answers at its GCS address {self.watch.gcs} "
+                f"for {HEAD_MISSES * PING_S:g} s: the cluster is gone); {running} episode(s) in "
+                f"flight were not recorded")
+
     def stop(self, reason: str) -> None:
         self.stalled = reason
         self.drain_until = time.monotonic() + self.timeout
@@ -287,4 +420,23 @@ class RayExecutor:
     def close(self, finished: bool) -> None:
         # At the end, time for every worker to remove its containers and save their logs; on
         # Ctrl-C, an error or a stop, a short wait and then the workers are ended regardless.
+        self.watch.stop()
+        if self.watch.head_lost:
+            forget_cluster()  # nothing to close, and every call to the cluster would block
+            return
         self.pool.close(timeout_s=120.0 if finished else 10.0)
+
+
+HEAD_LOST = False
+"""Set once this process's cluster lost its head: nothing may call it again."""
+
+
+def forget_cluster() -> None:
+    """The head is gone: skip Ray's shutdown at exit (it would wait for the dead GCS)."""
+    import atexit
+
+    from ray._private import worker as ray_worker
+
+    global HEAD_LOST
+    HEAD_LOST = True
+    atexit.unregister(ray_worker.shutdown)

@@ -15,14 +15,20 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from runtime.folder.records import EpisodeKey, EpisodeRecord
+from runtime.folder.records import Attempt, EpisodeKey, EpisodeRecord, lost_spend
 
 BUDGET_SPENT = 4
 """The exit code of a run that stopped at its ``--max-cost``."""
 
 
-def cost_of(record: EpisodeRecord) -> float:
+def episode_cost(record: EpisodeRecord) -> float:
+    """What the run of the episode that the record is cost (its last attempt)."""
     return float((record.usage or {}).get("total", {}).get("cost_usd", 0.0) or 0.0)
+
+
+def cost_of(record: EpisodeRecord) -> float:
+    """What the record's episode cost the run: its run, and every lost attempt before it."""
+    return episode_cost(record) + lost_spend(record)[1]
 
 
 class BudgetSpent(RuntimeError):
@@ -42,17 +48,30 @@ class BudgetSpent(RuntimeError):
 
 
 class RunBudget:
-    def __init__(self, limit: float, records: Iterable[EpisodeRecord] = ()):
+    def __init__(self, limit: float, records: Iterable[EpisodeRecord] = (),
+                 unrecorded: dict[str, list[Attempt]] | None = None):
+        """``unrecorded``: lost attempts no record holds yet (``runtime.folder.lost_attempts``)."""
         self.limit = float(limit)
         self.spent = 0.0
         self._costs: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+        self._lost: dict[str, float] = defaultdict(float)
         for record in records:
             self.note(record)
+        for record_id, attempts in (unrecorded or {}).items():
+            cost = sum(a.cost_usd for a in attempts)
+            self.spent += cost
+            self._lost[record_id] += cost
 
     def note(self, record: EpisodeRecord) -> None:
-        cost = cost_of(record)
+        """A written record: its cost and its lost attempts' (less what ``note_lost`` counted)."""
+        self.spent += cost_of(record) - self._lost.pop(record.record_id, 0.0)
+        self._costs[_group(record.key)].append(episode_cost(record))
+
+    def note_lost(self, key: EpisodeKey, cost: float) -> None:
+        """A lost attempt's spend, counted at once: the episode's record comes later (or never,
+        when the run stops first)."""
         self.spent += cost
-        self._costs[_group(record.key)].append(cost)
+        self._lost[key.id()] += cost
 
     def estimate(self, key: EpisodeKey) -> float | None:
         """The mean cost of finished episodes like ``key``; None before the first."""

@@ -21,7 +21,8 @@ from runtime.episode.artifacts import Artifact, group_of, identity
 from runtime.episode.engine import lost_record
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import RunAborted
-from runtime.folder.records import BAD_ANSWER, EpisodeKey, EpisodeRecord
+from runtime.folder.records import BAD_ANSWER, Attempt, EpisodeKey, EpisodeRecord
+from runtime.folder import lost_attempts
 from runtime.folder.store import RunStore, write_json_atomic
 
 Group = tuple[Any, Any, Any]
@@ -70,6 +71,11 @@ class Outcome:
     lost: tuple[str, str] | None = None
     """(error type, message) when the process running the episode died; ``record`` is None: the
     episode runs again (up to ``LOST_ATTEMPTS`` times in all)."""
+    attempt: Attempt | None = None
+    """A lost attempt's calls, tokens and cost as the executor counted them outside the dead
+    process (``runtime.backends.ray_ledger``): kept in the record of the episode's re-run."""
+    where: str | None = None
+    """Which worker ran it (kept in ``attempts`` when the episode ran more than once)."""
 
 
 class Executor(Protocol):
@@ -143,7 +149,8 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     todo, spec = pending(spec, store, retry_errors)
     if not todo:
         return []
-    budget = RunBudget(max_cost, store.records()) if max_cost is not None else None
+    carried = lost_attempts.unrecorded(store.root, store.records())  # an earlier run's losses
+    budget = RunBudget(max_cost, store.records(), carried) if max_cost is not None else None
     if budget is not None and not budget.allows(todo[0], []):
         raise budget.stopped(todo)
     index = ArtifactIndex(store.root)
@@ -154,7 +161,8 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     spent = False
     written: list[EpisodeRecord] = []
     window = 4 * spec.concurrency
-    lost: dict[str, int] = defaultdict(int)
+    lost: dict[str, list[Attempt]] = defaultdict(list, {k: list(v) for k, v in carried.items()})
+    losses: dict[str, int] = defaultdict(int)  # this invocation's, for LOST_ATTEMPTS
     finished = False
     try:
         while (queue and not spent) or in_flight:
@@ -187,13 +195,19 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 index.write_new(store, outcome.artifacts)  # made before the stop: still good
                 if stop:
                     continue  # may have been broken by the fatal failure: left to resume
+                tries = lost[outcome.key.id()]
                 if outcome.record is None:
-                    lost[outcome.key.id()] += 1
-                    if lost[outcome.key.id()] < LOST_ATTEMPTS:
+                    tries.append(lost_attempt(outcome, len(tries) + 1))
+                    lost_attempts.note(store.root, outcome.key.id(), tries[-1])  # until a record holds it
+                    losses[outcome.key.id()] += 1
+                    if budget is not None:
+                        budget.note_lost(outcome.key, tries[-1].cost_usd)  # paid, now
+                    if losses[outcome.key.id()] < LOST_ATTEMPTS:
                         queue.appendleft(outcome.key)  # its worker was lost: run it elsewhere
                         continue
                 record = outcome.record or lost_record(spec, outcome.key, *outcome.lost,
-                                                       attempts=lost[outcome.key.id()])
+                                                       attempts=losses[outcome.key.id()])
+                record = with_attempts(record, tries, outcome.where, outcome.record is not None)
                 if spec.fingerprint and record.fingerprint is None:
                     record = record.model_copy(update={"fingerprint": spec.fingerprint})
                 store.append(record)
@@ -210,3 +224,28 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     if queue and budget is not None:
         raise budget.stopped(list(queue))
     return written
+
+
+def lost_attempt(outcome: Outcome, number: int) -> Attempt:
+    """The lost run of ``outcome``'s episode, with what the executor counted of it (nothing
+    where it counts nothing: threads lose no attempt)."""
+    reason = " ".join(f"{outcome.lost[0]}: {outcome.lost[1]}".split())[:300] if outcome.lost else None
+    counted = (outcome.attempt.model_dump(exclude={"number", "ended", "reason"}, exclude_none=True)
+               if outcome.attempt else {})
+    return Attempt(**{"worker": outcome.where, **counted, "number": number, "ended": "lost",
+                      "reason": reason, "id": lost_attempts.new_id()})
+
+
+def with_attempts(record: EpisodeRecord, lost: list[Attempt], where: str | None,
+                  finished: bool) -> EpisodeRecord:
+    """``record`` holding every run of its episode when there was more than one: the lost ones,
+    then (when one ``finished``: not every run was lost) the one the record is."""
+    if not lost:
+        return record
+    runs = list(lost)
+    if finished:
+        total = (record.usage or {}).get("total", {})
+        runs.append(Attempt(number=len(runs) + 1, ended="finished", worker=where,
+                            **{k: total.get(k, 0) for k in ("calls", "cached_calls", "prompt_tokens",
+                                                             "completion_tokens", "cost_usd")}))
+    return record.model_copy(update={"attempts": runs})

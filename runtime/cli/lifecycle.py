@@ -3,7 +3,8 @@ Ctrl-C → environments closed (containers removed), a line saying how to resume
 end-of-run summary. ``validate``, ``ablate`` and ``table3`` share it so they cannot drift.
 
 Exit codes: 0 done; 2 bad input, a missing key or rejected credentials; 3 the run stopped on an
-endpoint that stays unreachable, or finished with more errored episodes than
+endpoint that stays unreachable, a Ray worker that cannot be placed or a lost Ray head node
+(resumable), or finished with more errored episodes than
 ``--max-error-rate`` allows; 4 the run stopped at its ``--max-cost`` (resumable); 5 a file of
 the run folder or its cache could not be written (disk full, a file-size limit, a read-only
 file system: nothing partial is left, the same command resumes once there is room); 130
@@ -132,6 +133,7 @@ def run_with_progress(run: Run, console: Console) -> None:
     from runtime import backends
     from runtime.batch import pending
     from runtime.batch.budget import cost_of
+    from runtime.folder import lost_attempts
     from runtime.llm.roles import PURPOSES
 
     store, keys = run.store, run.keys
@@ -142,7 +144,9 @@ def run_with_progress(run: Run, console: Console) -> None:
     console.print(f"run {escape(run.spec.run_id)}: {len(keys)} episodes ({len(keys) - len(todo)} "
                   f"already done) → {escape(str(store.root))}")
     limit = run.config.max_cost
-    spent = [sum(cost_of(r) for r in store.records())] if limit is not None else [0.0]
+    spent = [sum(cost_of(r) for r in store.records()) + sum(  # and lost attempts no record holds yet
+        a.cost_usd for tries in lost_attempts.unrecorded(store.root, store.records()).values()
+        for a in tries)] if limit is not None else [0.0]
 
     def spend() -> str:
         return f"${spent[0]:.4f}" + (f" of ${limit:g}" if limit is not None else "")

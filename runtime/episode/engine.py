@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 from critique.provenance import record_audit
 from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
@@ -20,11 +21,12 @@ from runtime.llm.layer import Meter
 from runtime.folder.records import EpisodeKey, EpisodeRecord, StageError
 
 
-def run_episode(spec: RunSpec, services: Services, key: EpisodeKey,
-                artifacts: ArtifactMemo) -> tuple[EpisodeRecord, list[Artifact]]:
-    """The episode ``key`` of ``spec``: its record, and the shared artifacts it made."""
+def run_episode(spec: RunSpec, services: Services, key: EpisodeKey, artifacts: ArtifactMemo,
+                sink: Any = None) -> tuple[EpisodeRecord, list[Artifact]]:
+    """The episode ``key`` of ``spec``: its record, and the shared artifacts it made; ``sink``
+    is told of each model call as it happens (``runtime.llm.layer.Meter.sink``)."""
     started = now()
-    meter = Meter()
+    meter = Meter(sink=sink)
     seed = episode_seed(spec.seed, key, spec.seeding)
     ctx = EpisodeContext(key=key, seed=seed, env=services.env, layer=services.layer,
                          artifacts=artifacts, planner_name=spec.planner,

@@ -53,6 +53,26 @@ class StageError(BaseModel):
         "timeout, connection, ...); absent in records written before causes were recorded.")
 
 
+class Attempt(BaseModel):
+    """One run of an episode, kept when it ran more than once (its Ray worker or node was lost
+    under it): what that run cost, so a lost attempt's paid calls stay counted."""
+
+    number: int
+    ended: Literal["lost", "finished"]
+    id: str | None = Field(default=None, description="A lost attempt's own id "
+                           "(runtime.folder.lost_attempts): it is counted once, in one place.")
+    reason: str | None = Field(default=None, description="Why a lost attempt ended (Ray's error).")
+    worker: str | None = Field(default=None, description="worker index@node id:pid that ran it.")
+    calls: int = 0
+    cached_calls: int = 0
+    in_flight_calls: int = Field(
+        default=0, description="Calls sent but not answered before the loss: the endpoint may "
+        "have served (and billed) them; their tokens and cost are unknown.")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
 class EpisodeRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -103,7 +123,23 @@ class EpisodeRecord(BaseModel):
         "holds them, runtime.compose.fingerprint); absent in records written before fingerprints.")
     started_at: str
     finished_at: str
+    attempts: list[Attempt] = Field(
+        default_factory=list,
+        description="Every run of the episode when there was more than one (a lost Ray worker or "
+        "node), the last being this record's; ``usage`` counts the last only, ``lost_spend`` the "
+        "others. Empty when the episode ran once.")
     digest: str | None = Field(
         default=None, description="SHA-256 of the record's canonical JSON without this field "
         "(runtime.folder.integrity), set when the line is written; absent in records written "
         "before digests.")
+
+
+def lost_attempts(record: EpisodeRecord) -> list[Attempt]:
+    return [a for a in record.attempts if a.ended == "lost"]
+
+
+def lost_spend(record: EpisodeRecord) -> tuple[int, float]:
+    """(calls, cost in USD) of the record's lost attempts: paid, though no result came of them
+    (calls in flight at the loss included; their cost is unknown, so not in the sum)."""
+    lost = lost_attempts(record)
+    return (sum(a.calls + a.in_flight_calls for a in lost), sum(a.cost_usd for a in lost))

@@ -180,7 +180,17 @@ class Meter:
     finish_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
     """purpose → the provider's own finish reason, where it was not an ordinary one
     (``MALFORMED_FUNCTION_CALL``, ``SAFETY``, ``length``, ...) → count, retried answers included."""
+    sink: Any = None
+    """Told of each call as it happens (``begin(purpose)`` → ticket; ``end(ticket, purpose, usage
+    or None)``): a Ray worker's ledger, which outlives it (``runtime.backends.ray_ledger``)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def begin(self, purpose: str) -> Any:
+        return self.sink.begin(purpose) if self.sink is not None else None
+
+    def end_failed(self, purpose: str, ticket: Any) -> None:
+        if self.sink is not None:
+            self.sink.end(ticket, purpose, None)
 
     def note_finish(self, purpose: str, reason: str) -> None:
         with self._lock:
@@ -193,9 +203,11 @@ class Meter:
             for kind in kinds:
                 counts[kind] = counts.get(kind, 0) + 1
 
-    def add(self, purpose: str, usage: RoleUsage) -> None:
+    def add(self, purpose: str, usage: RoleUsage, ticket: Any = None) -> None:
         with self._lock:
             _accumulate(self.by_purpose.setdefault(purpose, RoleUsage()), usage)
+        if self.sink is not None:
+            self.sink.end(ticket, purpose, usage)
 
     def total(self) -> RoleUsage:
         with self._lock:
@@ -345,6 +357,7 @@ class ModelLayer:
             return reply  # (a bad answer an older version cached is asked for again)
         started = time.perf_counter()
         token = CALL_CONTEXT.set({**context, "purpose": purpose})
+        ticket = meter.begin(purpose)  # before the request leaves: a lost worker's call counts
         try:
             note = lambda reason: meter.note_finish(purpose, reason)  # noqa: E731
             if self.limiter is None:
@@ -352,6 +365,9 @@ class ModelLayer:
             else:
                 with self.limiter.slot(provider_of(spec)):
                     response = self._complete_with_retries(spec, request, note)
+        except BaseException:
+            meter.end_failed(purpose, ticket)
+            raise
         finally:
             CALL_CONTEXT.reset(token)
         reply = _reply(response)
@@ -362,16 +378,9 @@ class ModelLayer:
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         cost = (_cost(response) if spec.price is None
                 else (prompt_tokens * spec.price[0] + completion_tokens * spec.price[1]) / 1e6)
-        meter.add(
-            purpose,
-            RoleUsage(
-                calls=1,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                cost_usd=cost,
-                seconds=time.perf_counter() - started,
-            ),
-        )
+        meter.add(purpose, RoleUsage(calls=1, prompt_tokens=prompt_tokens,
+                                     completion_tokens=completion_tokens, cost_usd=cost,
+                                     seconds=time.perf_counter() - started), ticket)
         if use_cache and not rejected(reply, request):
             self.cache.put(key, {**reply.model_dump(),
                                  "usage": {"tokens": prompt_tokens + completion_tokens, "cost_usd": cost}})

@@ -36,7 +36,7 @@ from runtime.reports.stats import (  # noqa: E402
 )
 from runtime.folder.records import AA_MODE  # noqa: E402
 from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
-from runtime.reports.summary import frame, mixed_settings  # noqa: E402
+from runtime.reports.summary import frame, mixed_settings, re_run_line, re_runs  # noqa: E402
 from runtime.reports import explorer, leaks, provenance, task_sets, verdicts  # noqa: E402
 from runtime.reports.deltas import components_fields, components_line  # noqa: E402
 from runtime.stats.verdict import verdict  # noqa: E402
@@ -337,6 +337,8 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
         md += f"\n> **warning:** {mixed_settings(counts)}; each row above is one fingerprint.\n"
     if note := store.skipped_note():
         md += f"\n> **warning:** {note}; the report leaves them out.\n"
+    if rerun := re_run_line(re_runs(records)):
+        md += f"\n> **note:** {rerun}.\n"
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}
     write_text_atomic(paths["markdown"], md)
     flat = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()} for r in table]

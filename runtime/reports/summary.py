@@ -25,7 +25,7 @@ from runtime.reports.fit import Col, FitTable
 from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
-from runtime.folder.records import BAD_ANSWER, RECORD_MODES, EpisodeRecord
+from runtime.folder.records import BAD_ANSWER, RECORD_MODES, EpisodeRecord, lost_attempts, lost_spend
 
 
 def arm(mode: str, strategy: str) -> str:
@@ -79,7 +79,8 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "model": r.key.model, "trial": r.key.trial, "status": r.status, "score": r.score,
             "error_kind": r.error.kind if r.error else None,
             "error_cause": r.error.cause if r.error else None, "error_stage": r.error.stage if r.error else None,
-            "score_name": r.score_name, "turns": r.turns, "cost_usd": total.get("cost_usd", 0.0),
+            "score_name": r.score_name, "turns": r.turns,
+            "cost_usd": total.get("cost_usd", 0.0) + lost_spend(r)[1],  # lost attempts were paid
             "limited": bool(r.termination and r.termination.startswith("limit:")),
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
@@ -133,6 +134,8 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
     for name, figures in beyond_plan_first(df).items():
         by_arm[name].update(figures)
     result: dict[str, Any] = {"n_records": int(len(df)), "by_arm": by_arm}
+    if rerun := re_runs(records):
+        result["re_run"] = rerun
     if not df.empty:
         result["error_warnings"] = error_warnings({name: arm_errors(df[df["arm"] == name]) for name in by_arm})
     if not df.empty:
@@ -195,8 +198,35 @@ def summary_table(summary: dict[str, Any], title: str) -> FitTable:
     return FitTable(title, SUMMARY_COLUMNS, rows)
 
 
+def re_runs(records: list[EpisodeRecord]) -> dict[str, Any] | None:
+    """What the episodes run again after a lost Ray worker or node spent on their lost attempts
+    (``runtime.folder.records.Attempt``); None when none was."""
+    again = [r for r in records if lost_attempts(r)]
+    if not again:
+        return None
+    lost = [a for r in again for a in lost_attempts(r)]
+    return {"episodes": len(again), "lost_attempts": len(lost),
+            "calls": sum(a.calls for a in lost), "in_flight_calls": sum(a.in_flight_calls for a in lost),
+            "tokens": sum(a.prompt_tokens + a.completion_tokens for a in lost),
+            "cost_usd": sum(a.cost_usd for a in lost)}
+
+
+def re_run_line(rerun: dict[str, Any] | None) -> str | None:
+    """``1 episode re-run after a lost worker: +7 calls (1 in flight when lost), +$0.0012``."""
+    if not rerun:
+        return None
+    n = rerun["episodes"]
+    flight = f" ({rerun['in_flight_calls']} in flight when lost)" if rerun["in_flight_calls"] else ""
+    tries = f" ({rerun['lost_attempts']} lost attempts)" if rerun["lost_attempts"] > n else ""
+    return (f"{n} episode{'s' if n != 1 else ''} re-run after a lost Ray worker or node{tries}: "
+            f"+{rerun['calls'] + rerun['in_flight_calls']} calls{flight}, +{rerun['tokens']} tokens, "
+            f"+${rerun['cost_usd']:.4f}, counted in the cost above")
+
+
 def print_summary(summary: dict[str, Any], console: Console, title: str) -> None:
     console.print(summary_table(summary, title))
+    if line := re_run_line(summary.get("re_run")):
+        console.print(escape(line))
     warnings = summary.get("error_warnings", []) + ([summary["settings_warning"]]
                                                     if summary.get("settings_warning") else [])
     for warning in warnings:
