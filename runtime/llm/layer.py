@@ -23,15 +23,12 @@ kept anywhere.
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import json
 import random
 import re
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, Callable
 
 import litellm
@@ -41,6 +38,7 @@ from runtime.llm import credentials
 from runtime.llm.body_order import laid_out
 from runtime.llm.breaker import CircuitBreaker
 from runtime.llm.limits import provider_of
+from runtime.llm.response_cache import ResponseCache
 from runtime.llm.provider_rules import (ORDINARY_FINISH, Fault, fault_of, native_finish,
                                         portable_messages, portable_tools, retry_hint)
 from runtime.llm.roles import BENCHMARK_ROLES, ROLES
@@ -225,34 +223,6 @@ class Meter:
 def _accumulate(total: RoleUsage, usage: RoleUsage) -> None:
     for name in _SUMMED:
         setattr(total, name, getattr(total, name) + getattr(usage, name))
-
-
-class ResponseCache:
-    """A SQLite file mapping a request's hash to the reply. Safe across threads."""
-
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT)")
-        self._db.commit()
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(request: dict[str, Any]) -> str:
-        return hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._db.execute("SELECT reply FROM replies WHERE key=?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def put(self, key: str, reply: dict[str, Any]) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)",
-                             (key, scrub(json.dumps(reply))))
-            self._db.commit()
 
 
 Observer = Callable[[str, dict[str, Any]], None]
