@@ -121,7 +121,8 @@ class LeakGuard:
         self._descriptions = {n: "" for n in names} | _descriptions(view.tools)
         self._public_text = " ".join([view.opening_request or "", plan_text(plan)])
         self._settings = pointers.repaired_settings(supervision)
-        self._records = RecordReferences(supervision.records, self.public.codes, self._public_text)
+        self._records = RecordReferences(supervision.records, self.public.codes, self._public_text,
+                                         list(view.tool_names) + [a.name for a in supervision.reference_actions])
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
         self._p0_names = p0_names

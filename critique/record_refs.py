@@ -42,7 +42,7 @@ _NOUNS = {"reservations": "reservation|booking|trip|itinerary", "orders": "order
           "flights": "flight|leg", "lines": "line|phone line|number", "customers": "customer|account",
           "users": "user|account|profile", "bills": "bill|invoice", "devices": "device|phone|handset",
           "plans": "plan", "users.payment_methods": "payment method|payment|card|gift card|certificate|voucher|balance",
-          "products.variants": "variant|item|version|option|model|replacement", "products": "product"}
+          "products.variants": "variant|item|version|model|replacement", "products": "product"}
 """A record kind's nouns: its table's name and the words a person uses for one of it."""
 _ID_FIELDS = re.compile(r"(?:^|_)(?:id|ids|email|dob|phone|address\d?|zip|imei|name|first_name|last_name|"
                         r"number|date|at|time)$|date|_time|address", re.I)
@@ -119,7 +119,8 @@ def _words(value: str) -> str:
 class RecordReferences:
     """The records of one task, ready to resolve a critique's phrases against."""
 
-    def __init__(self, records: list[dict], public_codes: frozenset[str], public_text: str):
+    def __init__(self, records: list[dict], public_codes: frozenset[str], public_text: str,
+                 tool_names: list[str] = ()):
         parsed = [Record(r["table"], str(r["id"]), bool(r.get("acted_on")), dict(r.get("record") or {}),
                          (r["owner"]["table"], str(r["owner"]["id"]), r["owner"].get("field", ""))
                          if r.get("owner") else None) for r in records]
@@ -146,6 +147,10 @@ class RecordReferences:
                          if any(r.owner for r in self.acted if r.table == t)}
         """Only a record of a list can be pointed at ('the latest message from the user' is no user)."""
         self._facts = self._claimable()
+        names = sorted({n for n in tool_names if n}, key=len, reverse=True)
+        self._tools = re.compile("|".join(r"[\s_-]+".join(map(re.escape, n.split("_"))) for n in names), re.I) \
+            if names else None
+        """A tool's name written out ('modify pending order items') names no state of the order."""
 
     def __bool__(self) -> bool:
         return bool(self.acted_all)
@@ -268,6 +273,8 @@ class RecordReferences:
             clause = m.group(0)
             if DOUBT.search(clause) or _GENERAL.search(clause) or clause.strip().lower() in self.public:
                 continue
+            if self._tools is not None:
+                clause = self._tools.sub(lambda t: " " * len(t.group(0)), clause)
             options: dict[str, int] = {}
             for table, key, value, option, value_re, subject_re in self._facts:
                 if not value_re.search(clause):

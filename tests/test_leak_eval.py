@@ -46,7 +46,7 @@ def test_every_class_is_measured(adversary):
 def test_surface_catch_and_false_alarms_on_a_sample(adversary):
     m = leak_eval.measure(leak_eval.sample(adversary, SAMPLE, seed=0), fragments=False)
     print(leak_eval.render(m))
-    assert m.groups["surface"].n > 100 and m.clean.n > 80
+    assert m.groups["surface"].n > 80 and m.clean.n > 80  # the database classes shrank the surface share
     assert m.surface_catch >= SURFACE_FLOOR, leak_eval.render(m)
     assert m.false_alarms <= SAMPLE_FALSE_ALARM_CEILING, leak_eval.render(m)
 
