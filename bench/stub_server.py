@@ -15,6 +15,15 @@ timed and compared against the same "model":
 * the user plays its own reference actions as tool calls when asked, then says how many it did,
   and stops once the agent says it is done.
 
+* a judge request (τ³'s NL-assertion judge: its system prompt asks for ``expectedOutcome``
+  verdicts) gets one verdict per assertion listed in its ``expectedOutcomes``, in τ³'s JSON
+  format: met when the conversation reached the agent's closing line and the stub is not
+  sabotaging, unmet otherwise. A script, not a grader: it lets ``tau2 run`` and the runtime be
+  compared on tasks whose reward includes NL assertions.
+
+``POST /v1/embeddings`` answers each input with a fixed vector derived from its text's sha256
+(16 dimensions), so dense retrieval can be run end to end against it: plumbing, not meaning.
+
 ``--sabotage`` leaves out the last reference write that changes the end state (the replay must
 then score 0). Stateless per request (everything is read back from the conversation), so any
 concurrency works. It measures plumbing, never a model.
@@ -25,6 +34,8 @@ concurrency works. It measures plumbing, never a model.
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
 import json
 import os
 import re
@@ -47,10 +58,12 @@ _DID = re.compile(r"\[did (\d+)\]")
 
 
 class Replay:
-    def __init__(self, domains: list[str], task_ids: list[str] | None = None, sabotage: bool = False):
+    def __init__(self, domains: list[str], task_ids: list[str] | None = None, sabotage: bool = False,
+                 retrieval: str | None = None):
         from tau2.registry import registry
 
         self.sabotage = sabotage
+        self.retrieval = retrieval
         self.tasks = {}
         self.by_scenario: dict[str, list[tuple[str, str]]] = {}
         wanted = set(task_ids) if task_ids else None
@@ -66,6 +79,8 @@ class Replay:
     def answer(self, body: dict) -> dict:
         messages = body["messages"]
         system = next((m.get("content") or "" for m in messages if m["role"] == "system"), "")
+        if "`expectedOutcome`" in system:
+            return self._judge(messages)
         if "<scenario>" in system:
             return self._user(system, messages)
         return self._agent(messages)
@@ -78,13 +93,23 @@ class Replay:
                 actions = list(task.evaluation_criteria.actions or [])
                 if self.sabotage:
                     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-                    from testkit.gold import last_state_changing_write
-
-                    index = last_state_changing_write(domain, task)
+                    index = self._last_write(domain, task)
                     if index is not None:
                         del actions[index]
                 self._actions[(domain, task_id)] = actions
             return self._actions[(domain, task_id)]
+
+    def _last_write(self, domain: str, task) -> int | None:
+        """The write to leave out, found on environments built as the run builds them: with
+        ``--retrieval`` (τ³ banking, in the τ³ venv) by τ³'s adapter, offline; else τ²'s way."""
+        if self.retrieval is not None:
+            from envs.tau3.adapter import Tau3Adapter
+            from envs.tau3.reference import last_write
+
+            return last_write(Tau3Adapter(self.retrieval), domain, task)
+        from testkit.gold import last_state_changing_write
+
+        return last_state_changing_write(domain, task)
 
     def find(self, system: str) -> tuple[str, str]:
         """The task whose scenario the user prompt holds; raises ``LookupError`` when none, or
@@ -127,6 +152,18 @@ class Replay:
             return _call(actions[index])
         return {"content": f"Done on my phone. [did {did}]"}
 
+    def _judge(self, messages: list[dict]) -> dict:
+        prompt = next(m.get("content") or "" for m in messages if m["role"] == "user")
+        conversation, _, listed = prompt.partition("expectedOutcomes:")
+        try:
+            assertions = ast.literal_eval(listed.strip())
+        except (ValueError, SyntaxError) as exc:
+            raise LookupError(f"a judge request whose expectedOutcomes are not a list: {exc}") from None
+        met = DONE in conversation and not self.sabotage
+        return {"content": json.dumps({"results": [
+            {"expectedOutcome": a, "reasoning": "scripted verdict (stub)", "metExpectation": met}
+            for a in assertions]})}
+
     def _agent(self, messages: list[dict]) -> dict:
         first_user = next(m.get("content") or "" for m in messages if m["role"] == "user")
         domain, task_id = _MARKER.search(first_user).groups()
@@ -149,8 +186,21 @@ def _call(action, text: str | None = None) -> dict:
         "function": {"name": action.name, "arguments": json.dumps(action.arguments)}}]}
 
 
+def embeddings(body: dict) -> dict:
+    """An OpenAI embeddings answer: each text's vector from its sha256, unit length."""
+    texts = body.get("input") or []
+    texts = [texts] if isinstance(texts, str) else texts
+    data = []
+    for i, text in enumerate(texts):
+        raw = [b - 127.5 for b in hashlib.sha256(str(text).encode()).digest()[:16]]
+        norm = sum(x * x for x in raw) ** 0.5 or 1.0
+        data.append({"object": "embedding", "index": i, "embedding": [x / norm for x in raw]})
+    return {"object": "list", "data": data, "model": body.get("model", "stub"),
+            "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}}
+
+
 def make_handler(replay: Replay, latency: float):
-    calls = {"chat": 0, "in_flight": 0, "peak_in_flight": 0}
+    calls = {"chat": 0, "embeddings": 0, "embedded_texts": 0, "in_flight": 0, "peak_in_flight": 0}
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -174,6 +224,13 @@ def make_handler(replay: Replay, latency: float):
                 calls["peak_in_flight"] = max(calls["peak_in_flight"], calls["in_flight"])
             try:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.rstrip("/").endswith("/embeddings"):
+                    answer = embeddings(body)
+                    with lock:
+                        calls["chat"] -= 1
+                        calls["embeddings"] += 1
+                        calls["embedded_texts"] += len(answer["data"])
+                    return self._json(200, answer)
                 try:
                     reply = replay.answer(body)
                 except LookupError as exc:
@@ -198,6 +255,14 @@ def make_handler(replay: Replay, latency: float):
             self.end_headers()
             self.wfile.write(payload)
 
+        def _json(self, status: int, data: dict) -> None:
+            payload = json.dumps(data).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
         def _error(self, message: str) -> None:
             payload = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
             self.send_response(400)
@@ -213,8 +278,8 @@ def make_handler(replay: Replay, latency: float):
 
 
 def serve(port: int, latency: float, domains: list[str], task_ids: list[str] | None = None,
-          sabotage: bool = False) -> BackloggedHTTPServer:
-    replay = Replay(domains, task_ids, sabotage)
+          sabotage: bool = False, retrieval: str | None = None) -> BackloggedHTTPServer:
+    replay = Replay(domains, task_ids, sabotage, retrieval)
     server = BackloggedHTTPServer(("127.0.0.1", port), make_handler(replay, latency))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -227,9 +292,11 @@ def main() -> None:
     parser.add_argument("--domains", default="airline,retail")
     parser.add_argument("--task-ids", help="comma-separated ids: the tasks a shared scenario may be")
     parser.add_argument("--sabotage", action="store_true", help="leave out the last state-changing write")
+    parser.add_argument("--retrieval", help="τ³ banking's retrieval configuration the sabotage's "
+                        "environments are built with (an offline one, e.g. golden_retrieval)")
     args = parser.parse_args()
     ids = args.task_ids.split(",") if args.task_ids else None
-    server = serve(args.port, args.latency, args.domains.split(","), ids, args.sabotage)
+    server = serve(args.port, args.latency, args.domains.split(","), ids, args.sabotage, args.retrieval)
     print(f"stub model on http://127.0.0.1:{args.port}/v1 (latency {args.latency}s)", flush=True)
     try:
         threading.Event().wait()

@@ -35,6 +35,15 @@ AgentTurn = Callable[[list[ChatMessage], list[ToolSchema]], ChatMessage]
 UserTurn = Callable[[str, list[ChatMessage], list[ToolSchema] | None], ChatMessage]
 """The simulated user: (its system prompt, conversation from its side, its tools) → message."""
 
+Embed = Callable[[str, list[str]], list[list[float]]]
+"""Embeddings a benchmark's own retrieval asks for, answered by the runtime: (the embedding
+model the benchmark names, the texts) → one vector per text (τ³ banking's dense search)."""
+
+JudgeTurn = Callable[[str, list[ChatMessage], dict], ChatMessage]
+"""A benchmark's own LLM judge, answered by the runtime: (the model the benchmark names, the
+messages the benchmark's evaluator built, its sampling options) → the judge's reply. τ³ grades
+NL assertions this way; the prompt and the verdict's parsing stay the benchmark's."""
+
 
 class TaskView(BaseModel):
     """Task-facing view: everything the planner, reviser and executor may see."""

@@ -11,7 +11,9 @@ Framing: one JSON object per line, UTF-8, each with a ``kind``:
 * ``request``        client → server  ``{id, op, args}``
 * ``response``       server → client  ``{id, result}`` or ``{id, error}``
 * ``callback``       server → client  ``{id, name, args}`` — only while a request is open: the
-  server asks the runtime for a model turn (``agent_turn`` / ``user_turn``)
+  server asks the runtime for a model turn (``agent_turn`` / ``user_turn``), or, during a
+  ``score`` whose request says the runtime has one, for its LLM judge's reply (``judge_turn``);
+  a server started to ask for them, for embeddings during any request (``embed_turn``)
 * ``callback_reply`` client → server  ``{id, result}`` or ``{id, error}``
 
 Ops: ``hello`` (version check, starts the environment), ``health``, ``list_tasks``, ``load``,
@@ -52,7 +54,7 @@ from envs.base import (
 PROTOCOL_VERSION = 1
 
 Op = Literal["hello", "health", "list_tasks", "load", "opening_request", "play", "score", "shutdown"]
-CallbackName = Literal["agent_turn", "user_turn"]
+CallbackName = Literal["agent_turn", "user_turn", "judge_turn", "embed_turn"]
 ErrorType = Literal[
     "bad_request",      # malformed message or args
     "unknown_task",     # a domain, split or task id the environment does not have
@@ -171,6 +173,8 @@ class PlayResult(_Model):
 
 class ScoreArgs(TaskArgs):
     trajectory: Trajectory
+    judge: bool = False
+    """The runtime answers ``judge_turn`` callbacks during this score (a benchmark's LLM judge)."""
 
 
 class ScoreResult(_Model):
@@ -188,6 +192,21 @@ class UserTurnArgs(_Model):
     tools: Optional[list[ToolSchema]] = None
 
 
+class JudgeTurnArgs(_Model):
+    model: str
+    messages: list[ChatMessage]
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class EmbedTurnArgs(_Model):
+    model: str
+    texts: list[str]
+
+
+class EmbedResult(_Model):
+    vectors: list[list[float]]
+
+
 class TurnResult(_Model):
     message: ChatMessage
 
@@ -201,7 +220,8 @@ RESULTS: dict[str, type[_Model]] = {
     "load": LoadResult, "opening_request": OpeningResult, "play": PlayResult,
     "score": ScoreResult, "shutdown": Empty,
 }
-CALLBACK_ARGS: dict[str, type[_Model]] = {"agent_turn": AgentTurnArgs, "user_turn": UserTurnArgs}
+CALLBACK_ARGS: dict[str, type[_Model]] = {"agent_turn": AgentTurnArgs, "user_turn": UserTurnArgs,
+                                          "judge_turn": JudgeTurnArgs, "embed_turn": EmbedTurnArgs}
 
 
 # ---- framing ---------------------------------------------------------------------------------
@@ -253,6 +273,10 @@ class ServerConnection:
 
     def call(self, name: str, args: _Model) -> dict[str, Any]:
         """Ask the client for a model turn and wait for its answer."""
+        return TurnResult.model_validate(self.ask(name, args)).message
+
+    def ask(self, name: str, args: _Model) -> dict[str, Any]:
+        """Send one callback and wait for its reply's result."""
         self._next_callback += 1
         cid = self._next_callback
         self.send(Callback(id=cid, name=name, args=args.model_dump(mode="json")))
@@ -263,7 +287,7 @@ class ServerConnection:
             if reply.error.type == "turn_refused":
                 raise TurnRefused(reply.error.message)
             raise CallbackFailed(f"{reply.error.type}: {reply.error.message}")
-        return TurnResult.model_validate(reply.result or {}).message
+        return reply.result or {}
 
     def agent_turn(self, messages: list[ChatMessage], tools: list[ToolSchema]) -> ChatMessage:
         return self.call("agent_turn", AgentTurnArgs(messages=messages, tools=tools))
@@ -271,6 +295,12 @@ class ServerConnection:
     def user_turn(self, system_prompt: str, messages: list[ChatMessage],
                   tools: Optional[list[ToolSchema]]) -> ChatMessage:
         return self.call("user_turn", UserTurnArgs(system_prompt=system_prompt, messages=messages, tools=tools))
+
+    def embed_turn(self, model: str, texts: list[str]) -> list[list[float]]:
+        return EmbedResult.model_validate(self.ask("embed_turn", EmbedTurnArgs(model=model, texts=texts))).vectors
+
+    def judge_turn(self, model: str, messages: list[ChatMessage], options: dict[str, Any]) -> ChatMessage:
+        return self.call("judge_turn", JudgeTurnArgs(model=model, messages=messages, options=options))
 
 
 def _error(exc: BaseException, kind: Optional[str] = None) -> ErrorInfo:
@@ -316,6 +346,8 @@ def serve(factory: Callable[[], Any], connection: ServerConnection) -> int:
             try:
                 HelloArgs.model_validate(message.args) if message.op == "hello" else None
                 env = factory()
+                if hasattr(env, "connect"):  # an adapter that asks for more than turns
+                    env.connect(connection)
             except Exception as exc:  # noqa: BLE001 - reported to the client, then we stop
                 connection.send(Response(id=message.id, error=_error(exc, "startup_failed")))
                 return 3
@@ -353,6 +385,9 @@ def _dispatch(env: Any, request: Request, conn: ServerConnection) -> _Model:
                               conn.user_turn, args.seed, args.max_steps)
         return PlayResult(trajectory=trajectory)
     if op == "score":
+        if args.judge:  # only an adapter that grades with a judge is asked with one
+            return ScoreResult(score=env.score(args.domain, args.task_id, args.trajectory,
+                                               judge=conn.judge_turn))
         return ScoreResult(score=env.score(args.domain, args.task_id, args.trajectory))
     raise EnvError(f"unsupported op {op!r}")  # pragma: no cover - Op is closed
 

@@ -35,11 +35,13 @@ from pydantic import BaseModel, ValidationError
 from envs import protocol as p
 from envs.base import (
     AgentTurn,
+    Embed,
     EnvError,
     Score,
     Supervision,
     TaskSelection,
     TaskView,
+    JudgeTurn,
     Trajectory,
     TurnRefused,
     UnknownTaskError,
@@ -192,7 +194,8 @@ class EnvServer:
     # -- requests ----------------------------------------------------------------------------
 
     def request(self, op: str, args: BaseModel, *, agent: Optional[AgentTurn] = None,
-                user: Optional[UserTurn] = None, timeout: Optional[float] = None) -> dict[str, Any]:
+                user: Optional[UserTurn] = None, judge: Optional[JudgeTurn] = None,
+                embed: Optional[Embed] = None, timeout: Optional[float] = None) -> dict[str, Any]:
         """Send one request; answer callbacks until its response; return the result dict."""
         if self._broken is not None:
             raise ServerCrashed(f"the {self.command.name} env server is unusable: {self._broken}")
@@ -204,7 +207,7 @@ class EnvServer:
         while True:
             message = self._receive(op, timeout or self.reply_timeout)
             if isinstance(message, p.Callback):
-                reply, exc = self._answer(message, agent, user)
+                reply, exc = self._answer(message, agent, user, judge, embed)
                 failure = failure or exc
                 self._send(reply, op)
                 continue
@@ -220,11 +223,21 @@ class EnvServer:
             raise p.ProtocolError(f"the {self.command.name} env server sent an unexpected "
                                   f"{message.kind} during {op}")
 
-    def _answer(self, callback: p.Callback, agent: Optional[AgentTurn],
-                user: Optional[UserTurn]) -> tuple[p.CallbackReply, Optional[BaseException]]:
+    def _answer(self, callback: p.Callback, agent: Optional[AgentTurn], user: Optional[UserTurn],
+                judge: Optional[JudgeTurn] = None,
+                embed: Optional[Embed] = None) -> tuple[p.CallbackReply, Optional[BaseException]]:
         try:
             args = p.CALLBACK_ARGS[callback.name].model_validate(callback.args)
-            if callback.name == "agent_turn":
+            if callback.name == "embed_turn":
+                if embed is None:
+                    raise EnvError("the server asked for embeddings but the runtime has no endpoint for them")
+                vectors = embed(args.model, args.texts)
+                return p.CallbackReply(id=callback.id, result=p.EmbedResult(vectors=vectors).model_dump()), None
+            if callback.name == "judge_turn":
+                if judge is None:
+                    raise EnvError("the server asked for a judge turn but no judge was given")
+                message = judge(args.model, args.messages, args.options)
+            elif callback.name == "agent_turn":
                 if agent is None:
                     raise EnvError("the server asked for an agent turn outside play")
                 message = agent(args.messages, args.tools)
@@ -427,16 +440,19 @@ class RemoteEnvironment:
     boundary once per task.
     """
 
-    def __init__(self, name: str, pool: ServerPool, domains: Optional[list[str]] = None):
+    def __init__(self, name: str, pool: ServerPool, domains: Optional[list[str]] = None,
+                 embed: Optional[Embed] = None):
         self.name = name
         self.pool = pool
+        self.embed = embed
+        """Answers the servers' ``embed_turn`` callbacks during any request (None: refused)."""
         self._domains = domains
         self._loaded: dict[tuple[str, str], p.LoadResult] = {}
         self._lock = threading.Lock()
 
     def _call(self, op: str, args: BaseModel, result: type[BaseModel], **callbacks: Any) -> Any:
         with self.pool.lease() as server:
-            data = server.request(op, args, **callbacks)
+            data = server.request(op, args, embed=self.embed, **callbacks)
         try:
             return result.model_validate(data)
         except ValidationError as exc:
@@ -448,6 +464,15 @@ class RemoteEnvironment:
                 pass
             self._domains = list(self.pool.hello.domains) if self.pool.hello else []
         return list(self._domains)
+
+    def task_set(self, domain: str) -> dict:
+        """The task set the servers play for ``domain``, as their ``hello`` named it (package,
+        version, task-file digest; {} when the server names none)."""
+        if self.pool.hello is None:
+            with self.pool.lease():
+                pass
+        info = self.pool.hello.info if self.pool.hello else {}
+        return dict((info.get("task_sets") or {}).get(domain) or {})
 
     def select(self, selection: TaskSelection) -> list[str]:
         return self._call("list_tasks", p.ListTasksArgs(selection=selection), p.ListTasksResult).task_ids
@@ -480,9 +505,12 @@ class RemoteEnvironment:
                           seed=seed, max_steps=max_steps)
         return self._call("play", args, p.PlayResult, agent=agent, user=user).trajectory
 
-    def score(self, domain: str, task_id: str, trajectory: Trajectory) -> Score:
-        args = p.ScoreArgs(domain=domain, task_id=task_id, trajectory=trajectory)
-        return self._call("score", args, p.ScoreResult).score
+    def score(self, domain: str, task_id: str, trajectory: Trajectory,
+              judge: Optional[JudgeTurn] = None) -> Score:
+        """``judge``: the runtime's answer to the benchmark's LLM judge (τ³'s NL assertions);
+        without it such components stay ungraded, as the server's score says."""
+        args = p.ScoreArgs(domain=domain, task_id=task_id, trajectory=trajectory, judge=judge is not None)
+        return self._call("score", args, p.ScoreResult, judge=judge).score
 
     def capture_logs(self, folder: Path, scrub: Optional[Callable[[str], str]] = None) -> None:
         """Env servers in local processes keep their stderr in memory for error messages."""

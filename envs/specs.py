@@ -40,6 +40,14 @@ class EnvSpec:
 
     options: tuple[str, ...] = ()
     """The run options its adapter takes as keyword arguments (τ³: ``retrieval``)."""
+    request_layout: str | None = None
+    """How its own runner's requests lay out their top-level JSON members, when not as the
+    runtime's litellm does (τ³'s release pins litellm < 1.82.7, whose requests go through the
+    OpenAI SDK's ``create``: ``openai-sdk``), so the runtime's requests are byte-identical."""
+    nl_judge: str | None = None
+    """The model the benchmark's own LLM judge uses (τ³'s NL assertions: ``tau2.config.
+    DEFAULT_LLM_NL_ASSERTIONS``); None: its evaluator calls no model. The runtime answers that
+    judge through its model layer (``--nl-judge-model``, this by default)."""
 
     def create(self, **options) -> Environment:
         module, _, attr = self.adapter.partition(":")
@@ -58,7 +66,8 @@ ENVIRONMENTS: dict[str, EnvSpec] = {
                            setup_module="envs.toolsandbox.setup", native_sampling=False),
     "tau3": EnvSpec(name="tau3", adapter="envs.tau3:Tau3Environment", default_domain="airline",
                     launcher="venv", container_target=None, embedded_domain="mock",
-                    setup_module="envs.tau3.setup", options=("retrieval",)),
+                    setup_module="envs.tau3.setup", options=("retrieval", "embeddings"),
+                    request_layout="openai-sdk", nl_judge="gpt-4.1-2025-04-14"),
 }
 
 SANDBOXES = ("inproc", "auto", "docker")

@@ -8,9 +8,11 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from envs.base import EnvError
 
@@ -47,6 +49,27 @@ def run_logged(argv: list[str], log: Path, what: str, cwd: Optional[Path] = None
             or next((line for line in reversed(lines) if "error" in line.lower()), lines[-1] if lines else "")
         raise SetupError(f"{what} failed (exit {proc.returncode}): {cause.strip()[:300]} (full log: {log})")
     return proc.stdout
+
+
+def obtain_checkout(source: str, home: Path, what: str, check: Callable[[Path], None],
+                    say: Callable[[str], None]) -> tuple[Path, Path]:
+    """The benchmark's source as a checkout (a local folder as it is, a git URL cloned shallow
+    under ``home``) and the set-up's fresh log; ``check`` refuses a folder that is not the
+    benchmark's, before anything is touched when the source is local."""
+    if not is_git_url(source):
+        check(Path(source).expanduser().resolve())
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / "setup.log"
+    log.write_text(f"{what} setup from {source} at {datetime.now(timezone.utc).isoformat()}\n")
+    if is_git_url(source):
+        checkout = home / "src"
+        shutil.rmtree(checkout, ignore_errors=True)
+        say(f"cloning {source} …")
+        run_logged(["git", "clone", "--depth", "1", source, str(checkout)], log, f"git clone {source}")
+    else:
+        checkout = Path(source).expanduser().resolve()
+    check(checkout)
+    return checkout, log
 
 
 def git_commit(path: Path) -> Optional[str]:

@@ -173,7 +173,7 @@ def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) 
 
 
 def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
-    from runtime.llm.estimate import episode_estimate
+    from runtime.llm.estimate import environment_judge, episode_estimate
 
     rows, unpriced, unpriced_roles = [], set(), {}
     total_episodes = total_calls = 0
@@ -186,7 +186,8 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
             calls = cost = 0.0
             for mode in config.modes:
                 one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
-                                       auditor=not config.no_auditor)
+                                       auditor=not config.no_auditor,
+                                       nl_judge=environment_judge(cell.env))
                 calls += one.calls * n_tasks * config.trials
                 cost += one.cost_usd * n_tasks * config.trials
                 for role, models in one.unpriced.items():

@@ -56,6 +56,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--split", help="task split, e.g. base, train, test (default base)")
     p.add_argument("--retrieval", help="τ³ banking_knowledge's retrieval configuration, offline: "
                    "bm25 (default), bm25_grep, grep_only, full_kb, golden_retrieval, no_knowledge")
+    p.add_argument("--embeddings-api-base", help="embeddings endpoint for τ³ banking's dense "
+                   "retrieval (openai_embeddings*, qwen_embeddings*, alltools*), through litellm; "
+                   "its key from the environment")
+    p.add_argument("--embeddings-model", help="litellm embeddings model for them (default: the "
+                   "release's, e.g. openai/text-embedding-3-large)")
     p.add_argument("--tasks", help="a count (a seeded sample of the split) or comma-separated task "
                    "ids; '7' is a count, '7,' the task with id 7")
     p.add_argument("--task-ids", help="comma-separated task ids")
@@ -70,6 +75,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--auditor-model", help="leak auditor model: reads each guarded critique for "
                    "leaks the rules miss (default: --judge-model)")
     p.add_argument("--user-model", help="user simulator model (default: --model)")
+    p.add_argument("--nl-judge-model", help="model answering τ³'s NL-assertion judge (its prompt "
+                   "and grading are τ³'s), on the judge's endpoint (default: τ³'s own, "
+                   "gpt-4.1-2025-04-14; 'none': NL assertions ungraded)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role, e.g. a vLLM server")
     p.add_argument("--critic-api-base")
     p.add_argument("--user-api-base")
@@ -206,18 +214,21 @@ def dry_run(config: RunConfig, target: float | None) -> int:
     """Episodes, cost and detectable Δ of the run these settings make: no model called, nothing
     written (not even the run folder)."""
     from runtime.cli.plan import paper_effect, plan_lines
-    from runtime.llm.estimate import episode_estimate
+    from runtime.llm.estimate import environment_judge, episode_estimate
     from runtime.llm.roles import ROLES, resolve
     from runtime.compose.config import EMBEDDED_MODEL
+    from runtime.compose.preflight import check_retrieval
 
+    check_retrieval(config)
     config = with_target_trials(config, target, print)
     tasks = len(_tasks(config))
     modes, trials = config.modes, config.trials
     roles = resolve({role: getattr(config, role) for role in ROLES}, EMBEDDED_MODEL)
     cost, unpriced = 0.0, set()
+    nl_judge = environment_judge(config.env, config.nl_judge_model)
     for mode in modes:
         one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
-                               auditor=not config.no_auditor)
+                               auditor=not config.no_auditor, nl_judge=nl_judge)
         cost += one.cost_usd * tasks * trials
         unpriced |= {m for models in one.unpriced.values() for m in models}
     print(f"dry run: {config.env} · {tasks} tasks × {trials} trials × modes {', '.join(modes)} = "

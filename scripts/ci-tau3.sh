@@ -25,7 +25,7 @@ PY=${PY:-.venv/bin/python}
 ARCHIVE=${1:-${TAU3_ARCHIVE:-../shared/vendor/tau2-bench-a2c0247.tar.gz}}
 SHA256=${TAU3_SHA256:-da4f7922c48c374a4d34044c5489465f59ce956313c67b79aea3e9f27e898dc8}
 CACHE=${EVR_TAU3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/exec-validation-runtime/ci-tau3}
-TESTS=(tests/test_tau3.py tests/test_tau3_task_sets.py tests/test_tau3_fidelity.py tests/test_tau3_regrade.py)
+TESTS=(tests/test_tau3.py tests/test_tau3_task_sets.py tests/test_tau3_fidelity.py tests/test_tau3_regrade.py tests/test_tau3_embeddings.py tests/test_tau3_nl_judge.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 T0=$(date +%s)
 

@@ -359,7 +359,8 @@ def test_crashed_and_hung_servers_become_errored_episodes(tmp_path):
 
 def test_tau2_served_over_the_protocol_scores_like_in_process(tmp_path):
     """``python -m envs.protocol envs.tau2:Tau2Environment``: τ²'s adapter behind a server,
-    replayed by the τ² gold script, scores exactly what it scores in-process."""
+    replayed by the τ² gold script, scores exactly what it scores in-process, and names its task
+    set (as a container does: the fingerprint records the image's, not the runtime's)."""
     from envs.tau2 import Tau2Environment
     from runtime.batch.threads import run_in_threads
     from runtime.episode.services import Services
@@ -373,6 +374,11 @@ def test_tau2_served_over_the_protocol_scores_like_in_process(tmp_path):
     try:
         ids = remote.select(TaskSelection(domain="airline", split="base"))[:2]
         assert remote.load("airline", ids[0]) == Tau2Environment().load("airline", ids[0])
+        # a served τ² (a container's) names the task set it plays, for the run's fingerprint
+        from runtime.compose.fingerprint import task_set_of
+
+        named = task_set_of(remote, "airline")
+        assert named == Tau2Environment().task_set("airline") and named["tasks_sha256"], named
         spec = ModelSpec(model=GoldReplay().model_name("gold-over-protocol"))
         layer = ModelLayer({"model": spec, "critic_model": spec, "judge_model": spec, "user_model": spec})
         run_spec = RunSpec(run_id="tau2-remote", env=remote.name, domain="airline", task_ids=ids,

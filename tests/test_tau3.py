@@ -294,3 +294,19 @@ def test_a_second_setup_of_the_same_source_keeps_the_venv():
     assert again["task_sets"]["airline"]["tasks"] == 50 and again["task_sets"]["banking_knowledge"]["tasks"] == 97
     assert not any("installing" in line for line in lines), lines
     assert __import__("time").monotonic() - started < 120
+
+
+@pytest.mark.parametrize("name, says", [("openai_embeddings", "needs an embeddings endpoint"),
+                                        ("bm26", "unknown --retrieval 'bm26'")])
+def test_a_dry_run_checks_the_retrieval_configuration_too(name, says, capsys, tmp_path, monkeypatch):
+    """A dry run prices only a run that would start: a configuration the run would refuse is
+    refused here too, in the same line, before anything else is looked at (here τ³ is not even
+    set up, which would be the next refusal)."""
+    from runtime import validate as cli
+
+    monkeypatch.setenv("EVR_ENVS_HOME", str(tmp_path / "home"))
+    got = cli.main(["--env", "tau3", "--domain", "banking_knowledge", "--retrieval", name,
+                    "--model", "openai/gpt-4o", "--tasks", "3", "--dry-run"])
+    out, err = capsys.readouterr()
+    assert got == 2 and "dry run:" not in out
+    assert says in err and "not set up" not in err

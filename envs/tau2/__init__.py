@@ -28,6 +28,11 @@ class Tau2Environment:
         """The installed package, its version and the digest of ``domain``'s task file."""
         return tasks.task_set(domain)
 
+    def server_info(self) -> dict:
+        """What an env server of this adapter (a container) tells the runtime on ``hello``: its
+        task sets, so a run's fingerprint names the image's tasks, not the runtime's."""
+        return {"task_sets": {d: self.task_set(d) for d in self.domains()}}
+
     def _env(self, domain: str):
         """A fresh environment for an episode (its DB is mutated by tool calls)."""
         from tau2.registry import registry

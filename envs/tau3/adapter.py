@@ -14,12 +14,13 @@ release's environments are τ³'s own, unpatched.
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Optional
 
-from envs.base import Score, Supervision, TaskView, Trajectory, UnknownTaskError, UserTurn
+from envs.base import JudgeTurn, Score, Supervision, TaskView, Trajectory, UnknownTaskError, UserTurn
 from envs.tau2 import Tau2Environment, episode, tasks
-from envs.tau3 import retrieval
+from envs.tau3 import embeddings, nl_judge, retrieval
 
 RETRIEVAL_VAR = "EVR_TAU3_RETRIEVAL"
 
@@ -33,16 +34,23 @@ class Tau3Adapter(Tau2Environment):
         # No db_cache.install(): the cache knows τ²'s DB layouts, not banking's TransactionalDB.
         tasks.serve_as("τ³-bench", remember_catalogue=False)
         self.retrieval = retrieval.check(retrieval_config or os.environ.get(RETRIEVAL_VAR) or None,
-                                         retrieval.DOMAIN)
+                                         retrieval.DOMAIN, embeddings=embeddings.wanted())
         from tau2.domains.banking_knowledge.retrieval import get_all_variant_names
 
         if self.retrieval not in get_all_variant_names():
             raise UnknownTaskError(f"this tau2 release has no retrieval configuration {self.retrieval!r}")
 
+    def connect(self, connection: Any) -> None:
+        """The server's connection: when started to (``$EVR_TAU3_EMBEDDINGS``), the release's
+        embedders get their vectors from the runtime through it (:mod:`envs.tau3.embeddings`)."""
+        if embeddings.wanted():
+            embeddings.answer_with(connection.embed_turn)
+
     def server_info(self) -> dict[str, Any]:
         """What the runtime records: the release, each domain's task set, the retrieval."""
+        model, options = nl_judge.release_judge()
         return {"task_sets": {d: tasks.task_set(d) for d in self.domains()},
-                "retrieval": self.retrieval}
+                "retrieval": self.retrieval, "nl_judge": {"model": model, "options": options}}
 
     def task_set(self, domain: str) -> dict:
         return tasks.task_set(domain)
@@ -99,25 +107,28 @@ class Tau3Adapter(Tau2Environment):
         trajectory.native["opening_request"] = opening_request
         return trajectory
 
-    def score(self, domain: str, task_id: str, trajectory: Trajectory) -> Score:
-        """The release's evaluator. NL assertions are graded by an LLM judge (gpt-4.1 in the
-        release) that an env server cannot call: the model layer (keys, cache, accounting,
-        scrubbing) is the runtime's. A task whose reward includes them is scored on its other
+    def score(self, domain: str, task_id: str, trajectory: Trajectory,
+              judge: Optional[JudgeTurn] = None) -> Score:
+        """The release's evaluator. NL assertions are graded by τ³'s own LLM judge
+        (:mod:`envs.tau3.nl_judge`) whose completion ``judge`` — the runtime's model layer —
+        answers. Without one, a task whose reward includes them is scored on its other
         components, and the score says so (``NL_ASSERTION: None``, ``info.ungraded``)."""
         task = episode.with_opening(tasks.task(domain, task_id), trajectory.native["opening_request"])
         criteria = task.evaluation_criteria
-        ungraded = [b for b in (criteria.reward_basis if criteria else []) if getattr(b, "value", b) == NL]
+        basis = criteria.reward_basis if criteria else []
+        ungraded = [b for b in basis if getattr(b, "value", b) == NL] if judge is None else []
         if ungraded:
             task = task.model_copy(deep=True)
             task.evaluation_criteria.reward_basis = [b for b in criteria.reward_basis if b not in ungraded]
-        score = episode.score(domain, task, trajectory, env_kwargs=self.env_kwargs(domain, task))
+        with nl_judge.answered_by(judge) if judge is not None else nullcontext():
+            score = episode.score(domain, task, trajectory, env_kwargs=self.env_kwargs(domain, task))
         if ungraded:
             score.breakdown[NL] = None
             score.info["ungraded"] = [NL]
         return score
 
 
-NL = "NL_ASSERTION"
+NL = nl_judge.NL
 
 
 @tasks.once_per_process

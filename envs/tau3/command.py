@@ -16,10 +16,15 @@ SERVERS_VAR = "TAU3_SERVERS"
 ADAPTER = "envs.tau3.adapter:Tau3Adapter"
 
 
-def server_command(python: str, data_dir: str, retrieval: Optional[str] = None) -> ServerCommand:
-    """How to start one τ³ env server with the τ³ venv's interpreter ``python``."""
+def server_command(python: str, data_dir: str, retrieval: Optional[str] = None,
+                   embeddings_cache: Optional[str] = None) -> ServerCommand:
+    """How to start one τ³ env server with the τ³ venv's interpreter ``python``;
+    ``embeddings_cache``: the runtime answers its embeddings, whose disk cache goes there."""
     env = {"PYTHONPATH": envs_only_path(), "TAU2_DATA_DIR": data_dir, "PYTHONHASHSEED": "0",
            "TQDM_DISABLE": "1"}
     if retrieval:
         env["EVR_TAU3_RETRIEVAL"] = retrieval
+    if embeddings_cache:
+        env["EVR_TAU3_EMBEDDINGS"] = "1"
+        env["EVR_TAU3_EMBEDDINGS_CACHE"] = embeddings_cache
     return ServerCommand(name="tau3", argv=[python, "-m", "envs.protocol", ADAPTER], env=env)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from envs.server_client import EnvUnavailableError
-from envs.venvs import (SetupError, envs_home, git_commit, is_git_url, load_json, run_logged,
+from envs.venvs import (SetupError, envs_home, git_commit, is_git_url, load_json, obtain_checkout, run_logged,
                         tree_digest, write_json)
 
 PYTHON_VAR = "TAU3_PYTHON"
@@ -185,19 +185,9 @@ def setup(source: str, python: Optional[str] = None, home: Optional[Path] = None
     a venv built from the same source, extras and interpreter is kept (``reused``)."""
     home = Path(home) if home else envs_home() / "tau3"
     if not is_git_url(source):
-        check_checkout(Path(source).expanduser().resolve())  # fail before touching anything
+        check_checkout(Path(source).expanduser().resolve())  # fail before finding an interpreter
     base = find_python(python)
-    home.mkdir(parents=True, exist_ok=True)
-    log = home / "setup.log"
-    log.write_text(f"τ³ setup from {source} at {datetime.now(timezone.utc).isoformat()}\n")
-    if is_git_url(source):
-        checkout = home / "src"
-        shutil.rmtree(checkout, ignore_errors=True)
-        say(f"cloning {source} …")
-        run_logged(["git", "clone", "--depth", "1", source, str(checkout)], log, f"git clone {source}")
-    else:
-        checkout = Path(source).expanduser().resolve()
-    check_checkout(checkout)
+    checkout, log = obtain_checkout(source, home, "τ³", check_checkout, say)
     version = run_logged([base, "-c", "import sys; print(sys.version)"], log, f"running {base}").strip()
     data_dir, guidelines = data_folder(checkout, home, say)
     venv = home / "venv"

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from envs.server_client import EnvUnavailableError
-from envs.venvs import HOME_VAR, SetupError, envs_home, is_git_url, load_json, tree_digest, write_json
+from envs.venvs import (HOME_VAR, SetupError, envs_home, is_git_url, load_json, obtain_checkout, tree_digest,
+                        write_json)
 from envs.venvs import git_commit as _commit
 from envs.venvs import run_logged as _run
 
@@ -99,19 +100,7 @@ def setup(source: str, python: str = "python3", home: Optional[Path] = None,
     When the recorded venv was built from the same fingerprint (see :func:`fingerprint`) it is
     kept (``reused`` in the result) unless ``force``."""
     home = Path(home) if home else envs_home() / "toolsandbox"
-    if not is_git_url(source):
-        check_checkout(Path(source).expanduser().resolve())  # fail before touching anything
-    home.mkdir(parents=True, exist_ok=True)
-    log = home / "setup.log"
-    log.write_text(f"ToolSandbox setup from {source} at {datetime.now(timezone.utc).isoformat()}\n")
-    if is_git_url(source):
-        checkout = home / "src"
-        shutil.rmtree(checkout, ignore_errors=True)
-        say(f"cloning {source} …")
-        _run(["git", "clone", "--depth", "1", source, str(checkout)], log, f"git clone {source}")
-    else:
-        checkout = Path(source).expanduser().resolve()
-    check_checkout(checkout)
+    checkout, log = obtain_checkout(source, home, "ToolSandbox", check_checkout, say)
     if shutil.which(python) is None and not Path(python).exists():
         raise SetupError(f"python interpreter {python!r} not found (pass --python, e.g. python3.11)")
     venv = home / "venv"

@@ -50,7 +50,7 @@ try:
 except ImportError:  # pragma: no cover - checked in ensure_ray with a one-line message
     ray = None
 
-from runtime.backends import ray_reaper
+from runtime.backends import ray_logs, ray_loopback, ray_reaper
 from runtime.batch import Abort
 from runtime.compose.config import RunConfig, UsageError
 from runtime.episode.artifacts import Artifact, ArtifactMemo
@@ -82,9 +82,11 @@ def ensure_ray(address: str | None, workers: int | None, port_range: str | None 
         reachable(address, accepted)
     if ray.is_initialized():
         return
-    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
+    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=True,
                                   configure_logging=False)
     if address:
+        ray_logs.start()  # Ray's own lines to run.log, not the console
+        atexit.register(stop_local)
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -111,16 +113,19 @@ def reachable(address: str, accepted: str, timeout_s: float = 5.0) -> None:
 
 
 def start_local(cpus: int, port_range: str | None = None) -> None:
-    """A local Ray instance with ``cpus`` CPUs, watched so no process of it outlives this one;
+    """A local Ray instance with ``cpus`` CPUs, on loopback only
+    (``runtime.backends.ray_loopback``), watched so no process of it outlives this one;
     ``port_range`` ``"LOW-HIGH"``: every port it listens on in that range
     (``runtime.backends.ray_ports``)."""
     if ray.is_initialized():
         return
     token_auth()
+    _SESSION["restore_switch"] = ray_loopback.keep_on_loopback()
     reaper = ray_reaper.start()
     _SESSION["reaper"] = reaper
     atexit.register(stop_local)
-    common = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray_logs.start()  # Ray's own lines to run.log, not the console
+    common = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
     if port_range:
         from runtime.backends import ray_ports
 
@@ -133,15 +138,18 @@ def start_local(cpus: int, port_range: str | None = None) -> None:
         except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as exc:
             raise UsageError(f"--ray-port-range {port_range}: {exc}") from None
         ray.init(address=address, **common)
-        return
-    # "local": a new instance, never one another program on this machine started
-    ray.init(address="local", num_cpus=cpus, object_store_memory=OBJECT_STORE_BYTES, **common)
+    else:  # "local": a new instance, never one another program on this machine started
+        ray.init(address="local", num_cpus=cpus, object_store_memory=OBJECT_STORE_BYTES, **common)
+    try:
+        ray_loopback.check_on_loopback(ray.get_runtime_context().gcs_address)
+    except RuntimeError as exc:
+        stop_local()
+        raise UsageError(f"--backend ray: {exc}") from None
 
 
 def token_auth() -> bool:
-    """Ray's token authentication for the local instance: its servers listen on every interface
-    (Ray binds its gRPC servers to all of them; no setting of Ray 2.x keeps them on loopback), so
-    without it anyone who reaches this machine could run code on it (the class of
+    """Ray's token authentication for the local instance: its servers listen on loopback only,
+    but without a token any local user or program could run code through them (the class of
     CVE-2023-48022). A fresh random token per process, in the environment Ray's processes
     inherit — never written to a file. A ``RAY_AUTH_MODE`` the user set is left as it is.
     Returns whether token authentication is on."""
@@ -165,9 +173,13 @@ def token_auth() -> bool:
 def stop_local() -> None:
     if ray is not None and ray.is_initialized():
         ray.shutdown()
+    ray_logs.stop()
     reaper = _SESSION.pop("reaper", None)
     if reaper is not None:
         ray_reaper.stop(reaper)
+    restore_switch = _SESSION.pop("restore_switch", None)
+    if restore_switch is not None:
+        restore_switch()
     temp_dir = _SESSION.pop("temp_dir", None)
     if temp_dir is not None:
         import shutil

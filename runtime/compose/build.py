@@ -80,6 +80,7 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
     run_mode = config.mode  # the run id names the mode asked for (an ablation: refine)
     config = recorded_modes(config, modes)
     specs, embedded = model_specs(config)
+    add_nl_judge(config, specs, say)
     check_priced(config, specs)
     if embedded:
         say(f"[yellow]No model configured: every role uses the embedded model {EMBEDDED_MODEL} "
@@ -102,11 +103,13 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         env_spec = registry.spec(config.env)
         selection = task_selection(config, env_spec, embedded)
         domain = selection.domain
+        embeddings = embeddings_endpoint(config)
         if config.retrieval is not None:
             from envs.tau3.retrieval import check as check_retrieval
 
-            check_retrieval(config.retrieval, domain)
-        env = get_environment(config.env, sandbox=config.sandbox, retrieval=config.retrieval)
+            check_retrieval(config.retrieval, domain, embeddings=embeddings is not None)
+        env = get_environment(config.env, sandbox=config.sandbox, retrieval=config.retrieval,
+                              embeddings=embeddings)
         if domain not in env.domains():
             raise unknown_domain(config.env, domain, env.domains())
         if embedded and config.task_count_or_ids() == (None, None):
@@ -133,6 +136,9 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         seeding=config.seeding, models=specs, planner=config.planner,
         strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
         judge=judge, auditor=not config.no_auditor, limits=episode_limits(config),
+        env_options={k: v for k, v in (("retrieval", config.retrieval),
+                                       ("embeddings_api_base", config.embeddings_api_base),
+                                       ("embeddings_model", config.embeddings_model)) if v is not None},
     )
     if config.ray_address:  # before the folder is touched, whether or not work is pending
         from runtime.backends.ray_backend import ACCEPTED_ADDRESS, reachable
@@ -228,6 +234,7 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
     models = resolve(configured, EMBEDDED_MODEL)
     env_spec = ENVIRONMENTS.get(config.env)
     bare = BARE_PURPOSES if env_spec is not None and not env_spec.native_sampling else ()
+    layout = env_spec.request_layout if env_spec is not None else None
     user_set = tuple(k for k in ("temperature", "seed") if k in config.model_fields_set)
 
     def spec(name: str, api_base: str | None) -> ModelSpec:
@@ -239,11 +246,64 @@ def model_specs(config: RunConfig) -> tuple[dict[str, ModelSpec], bool]:
         return ModelSpec(model=name, api_base=api_base, temperature=config.temperature,
                          max_tokens=max_tokens, timeout=config.request_timeout,
                          stage_max_tokens=stages, bare_purposes=bare, user_set=user_set,
-                         price=(price.input, price.output) if price is not None else None)
+                         body_order=layout, price=(price.input, price.output) if price is not None else None)
 
     return ({role: spec(models[role], endpoint(role, config.api_base, config.critic_api_base,
                                                config.user_api_base)) for role in ROLES},
             not any_configured(configured))
+
+
+def embeddings_endpoint(config: RunConfig):
+    """The embeddings endpoint τ³ banking's dense retrieval configurations need, when the run
+    configured one (``--embeddings-api-base`` or ``--embeddings-model``); None otherwise."""
+    if config.embeddings_api_base is None and config.embeddings_model is None:
+        return None
+    from envs.registry import ENVIRONMENTS
+    from envs.tau3.retrieval import EMBEDDINGS
+
+    env_spec = ENVIRONMENTS.get(config.env)
+    if env_spec is None or "embeddings" not in env_spec.options or config.retrieval not in EMBEDDINGS:
+        raise UsageError(f"--embeddings-api-base/--embeddings-model apply to --env tau3 with a dense "
+                         f"--retrieval only ({', '.join(EMBEDDINGS)}); got --env {config.env} "
+                         f"--retrieval {config.retrieval}")
+    from runtime.llm.embeddings import EmbeddingsEndpoint
+
+    return EmbeddingsEndpoint(config.embeddings_api_base, config.embeddings_model, config.request_timeout)
+
+
+def add_nl_judge(config: RunConfig, specs: dict[str, ModelSpec], say: Callable[[str], None]) -> None:
+    """The model answering the environment's own LLM judge (τ³'s NL assertions), added to
+    ``specs`` as ``nl_judge_model`` when the environment has one and it can be reached: τ³'s
+    model (gpt-4.1) at its provider by default, as the release runs it; a model named with
+    ``--nl-judge-model`` on the judge's endpoint. One line says when it stays ungraded."""
+    from envs.registry import ENVIRONMENTS
+    from runtime.llm.layer import ModelConfigError, check_credentials, check_provider
+
+    named = config.nl_judge_model
+    env_spec = ENVIRONMENTS.get(config.env)
+    if env_spec is None or env_spec.nl_judge is None:
+        if named is not None and named.lower() != "none":
+            raise UsageError(f"--nl-judge-model {named}: --env {config.env} grades with no LLM "
+                             "judge of its own; only --env tau3 does (NL assertions)")
+        return
+    if named is not None and named.lower() == "none":
+        say("NL assertions ungraded (--nl-judge-model none): scores leave NL_ASSERTION out and say so.")
+        return
+    model = named or env_spec.nl_judge
+    price = config.prices.get(model)
+    spec = ModelSpec(model=model, api_base=specs["judge_model"].api_base if named else None,
+                     temperature=0.0, timeout=config.request_timeout, body_order=env_spec.request_layout,
+                     price=(price.input, price.output) if price is not None else None)
+    try:
+        check_credentials(spec)
+        check_provider(spec)
+    except ModelConfigError as exc:
+        if named:
+            raise UsageError(f"--nl-judge-model {model}: {exc}") from exc
+        say(f"NL assertions ungraded: {config.env}'s judge model {model} cannot be reached ({exc}); "
+            "set its key, or name one with --nl-judge-model (none: ungraded on purpose).")
+        return
+    specs["nl_judge_model"] = spec
 
 
 def check_priced(config: RunConfig, specs: dict[str, ModelSpec]) -> None:

@@ -72,6 +72,9 @@ class RunSettings(BaseModel):
     judge_model: str | None = None
     auditor_model: str | None = Field(default=None, description="Leak auditor model (default: the judge's).")
     user_model: str | None = None
+    nl_judge_model: str | None = Field(default=None, description="The model answering the "
+        "benchmark's own LLM judge (τ³'s NL assertions), on the judge's endpoint; default the "
+        "benchmark's (gpt-4.1-2025-04-14); 'none': leave them ungraded.")
     api_base: str | None = None
     critic_api_base: str | None = None
     user_api_base: str | None = None
@@ -159,8 +162,8 @@ class RunSettings(BaseModel):
         """The shared settings alone, to hand on to a run."""
         return {name: getattr(self, name) for name in RunSettings.model_fields}
 
-    @field_validator("critic_model", "judge_model", "user_model", "api_base", "critic_api_base",
-                     "user_api_base")
+    @field_validator("critic_model", "judge_model", "user_model", "nl_judge_model", "api_base",
+                     "critic_api_base", "user_api_base")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
@@ -174,7 +177,8 @@ class RunSettings(BaseModel):
             parse_port_range(value)
         return value
 
-    @field_validator("api_base", "critic_api_base", "user_api_base")
+    @field_validator("api_base", "critic_api_base", "user_api_base", "embeddings_api_base",
+                     check_fields=False)
     @classmethod
     def _a_url(cls, value: str | None) -> str | None:
         from urllib.parse import urlsplit
@@ -216,6 +220,13 @@ class RunConfig(RunSettings):
     retrieval: str | None = Field(
         default=None, description="τ³ banking_knowledge's retrieval configuration (an offline "
         "one: bm25, bm25_grep, full_kb, golden_retrieval, grep_only, no_knowledge; default bm25).")
+    embeddings_api_base: str | None = Field(
+        default=None, description="An embeddings endpoint for τ³ banking's dense retrieval "
+        "configurations (openai_embeddings*, qwen_embeddings*, alltools*), reached through "
+        "litellm; its key from the environment only.")
+    embeddings_model: str | None = Field(
+        default=None, description="The litellm embeddings model for them (default: the "
+        "release's, e.g. openai/text-embedding-3-large); alone, it configures the endpoint too.")
     tasks: str | None = Field(
         default=None,
         description="A count (a seeded sample of the split), or comma-separated task ids. τ² ids "

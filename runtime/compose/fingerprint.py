@@ -45,7 +45,7 @@ def env_version(env: str) -> str:
 
 
 def settings(spec: Any, env: str, task_set: dict | None = None,
-             retrieval: str | None = None) -> dict[str, Any]:
+             retrieval: str | None = None, embeddings: dict | None = None) -> dict[str, Any]:
     """What is fingerprinted, from a ``RunSpec``: plain JSON values only."""
     return {
         "models": {role: m.public() for role, m in sorted(spec.models.items())},
@@ -67,6 +67,8 @@ def settings(spec: Any, env: str, task_set: dict | None = None,
         # they were recorded compares without them: see ``changed_settings``).
         **({"task_set": task_set} if task_set else {}),
         **({"retrieval": retrieval} if retrieval else {}),
+        # the embeddings endpoint and model a dense retrieval configuration ran on (never a key)
+        **({"embeddings": embeddings} if embeddings else {}),
     }
 
 
@@ -155,6 +157,8 @@ def changed_settings(old: dict[str, Any] | None, new: dict[str, Any]) -> list[st
 def fingerprint(spec: Any, env: str, *, env_object: Any = None) -> dict[str, Any]:
     """``env_object``: the environment adapter, which names its task set and retrieval."""
     retrieval_for = getattr(env_object, "retrieval_for", None)
+    embed = getattr(env_object, "embed", None)
     values = settings(spec, env, task_set_of(env_object, spec.domain),
-                      retrieval_for(spec.domain) if callable(retrieval_for) else None)
+                      retrieval_for(spec.domain) if callable(retrieval_for) else None,
+                      embed.setting() if callable(getattr(embed, "setting", None)) else None)
     return {"id": digest(values), "scope": scope_of(spec), "settings": values}

@@ -54,9 +54,26 @@ def refuse_early(config: RunConfig) -> None:
             missing = credentials.still_missing(models[role])
             if missing:
                 raise UsageError(credentials.missing_message(models[role], missing))
+    check_retrieval(config)
     catalogue = remembered_catalogue(config.env)
     if catalogue is not None:
         check_tasks(config, ENVIRONMENTS[config.env], catalogue, is_embedded(config))
+
+
+def check_retrieval(config: RunConfig) -> None:
+    """``--retrieval`` names a configuration this runtime runs for the run's domain (an offline
+    one, or a dense one with an embeddings endpoint configured): a dry run says so too, rather
+    than pricing a run that would be refused."""
+    if config.retrieval is None or config.env not in ENVIRONMENTS:
+        return
+    from envs.tau3.retrieval import check
+
+    domain = task_selection(config, ENVIRONMENTS[config.env], is_embedded(config)).domain
+    configured = config.embeddings_api_base is not None or config.embeddings_model is not None
+    try:
+        check(config.retrieval, domain, embeddings=configured)
+    except UnknownTaskError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def check_tasks(config: RunConfig, env_spec: EnvSpec, catalogue: Catalogue, embedded: bool) -> None:

@@ -228,7 +228,30 @@ def execute(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
 
 
 def score(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
-    return {"score": ctx.env.score(ctx.key.domain, ctx.key.task_id, state["trajectory"])}
+    """The benchmark's evaluator; one with an LLM judge of its own (τ³'s NL assertions) gets
+    its completions from the model layer (``nl_judge_model``), when the run configured one."""
+    key = ctx.key
+    if "nl_judge_model" not in ctx.layer.specs:
+        return {"score": ctx.env.score(key.domain, key.task_id, state["trajectory"])}
+    context = {"env": key.env, "domain": key.domain, "task_id": key.task_id, "mode": key.mode,
+               "strategy": key.strategy, "trial": key.trial}
+    # no seed and no episode limit: the release's judge sends none, and grading is not the
+    # agent's spending (its cost is still counted, under its own purpose)
+    client = ctx.layer.client("nl_judge_model", "nl_judge", ctx.meter, seed=None, context=context,
+                              refresh=ctx.refresh_cache)
+    judge = BenchmarkJudge(client)
+    return {"score": ctx.env.score(key.domain, key.task_id, state["trajectory"], judge=judge)}
+
+
+class BenchmarkJudge:
+    """A benchmark's LLM judge answered by the model layer (an ``envs.JudgeTurn``): the
+    benchmark built the messages; the run's ``nl_judge_model`` answers them."""
+
+    def __init__(self, model: ChatModel):
+        self.model = model
+
+    def __call__(self, benchmark_model: str, messages: list[dict], options: dict) -> dict:
+        return self.model.complete(messages).as_message()
 
 
 NODES = {"prepare": prepare, "plan": plan, "judge_p0": judge_p0, "critique": critique,

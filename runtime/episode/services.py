@@ -30,7 +30,7 @@ def open_services(spec: Any, cache: Any = None, limiter: Any = None,
     from envs import get_environment
 
     register_providers(spec.models)
-    env = get_environment(spec.env, sandbox=spec.sandbox)
+    env = get_environment(spec.env, sandbox=spec.sandbox, **environment_options(spec))
     if log_dir is not None:
         from runtime.folder.scrub import scrub
 
@@ -38,6 +38,19 @@ def open_services(spec: Any, cache: Any = None, limiter: Any = None,
     layer = ModelLayer(dict(spec.models), cache=cache)
     layer.limiter = limiter
     return Services(env=env, layer=layer, make_planner=planner_factory(spec.planner))
+
+
+def environment_options(spec: Any) -> dict[str, Any]:
+    """The adapter options ``spec.env_options`` name: the retrieval configuration as it is, the
+    embeddings endpoint rebuilt from its settings (a callable cannot travel; keys never do)."""
+    options = dict(getattr(spec, "env_options", None) or {})
+    out: dict[str, Any] = {"retrieval": options.get("retrieval")}
+    base, model = options.get("embeddings_api_base"), options.get("embeddings_model")
+    if base is not None or model is not None:
+        from runtime.llm.embeddings import EmbeddingsEndpoint
+
+        out["embeddings"] = EmbeddingsEndpoint(base, model)
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def register_providers(specs: dict[str, ModelSpec]) -> None:

@@ -84,6 +84,10 @@ class RunSpec(BaseModel):
     """The id of the settings fingerprint (``runtime.compose.fingerprint``) each record carries."""
     refresh: frozenset[str] = frozenset()
     """Record ids re-run because they errored: their model calls bypass the response cache."""
+    env_options: dict[str, str | None] = Field(default_factory=dict)
+    """The environment's run options (τ³: ``retrieval``, ``embeddings_api_base``,
+    ``embeddings_model``), so a process that builds its own environment (a Ray worker) builds
+    the one the driver fingerprinted."""
 
     def model_post_init(self, _context: object) -> None:
         check_size(len(self.task_ids), self.trials, list(self.modes), len(self.strategies))

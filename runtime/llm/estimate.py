@@ -18,8 +18,21 @@ its own)."""
 # critic and judge read the full tool schemas and a reference plan beside the policy: about 30,000
 # characters on airline and retail with an empty plan (the executor's policy and tools: 7,000 tokens)
 TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (8500, 400), "judge": (8500, 300), "auditor": (2500, 60),
-          "executor": (7000, 150), "user": (1500, 60)}
-"""Rough (prompt, completion) tokens per call and purpose."""
+          "executor": (7000, 150), "user": (1500, 60), "nl_judge": (3000, 250)}
+"""Rough (prompt, completion) tokens per call and purpose (the NL judge reads the conversation
+and the task's assertions once, at scoring)."""
+
+
+def environment_judge(env: str, named: str | None = None) -> str | None:
+    """The model the environment's own LLM judge calls once an episode (τ³'s NL assertions: its
+    release's model unless ``--nl-judge-model`` names one), for pricing; None where the
+    environment has no judge or the run leaves its assertions ungraded (``none``)."""
+    from envs.registry import ENVIRONMENTS
+
+    spec = ENVIRONMENTS.get(env)
+    if spec is None or spec.nl_judge is None or (named is not None and named.lower() == "none"):
+        return None
+    return named or spec.nl_judge
 
 
 @dataclass
@@ -31,10 +44,15 @@ class EpisodeEstimate:
 
 
 def episode_estimate(mode: str, roles: Mapping[str, str], prices: Mapping[str, Price] | None = None, *,
-                     judge: bool = True, auditor: bool = True) -> EpisodeEstimate:
-    """One episode of ``mode`` with ``roles`` (role → model) answering."""
+                     judge: bool = True, auditor: bool = True, nl_judge: str | None = None) -> EpisodeEstimate:
+    """One episode of ``mode`` with ``roles`` (role → model) answering; ``nl_judge``: the model
+    grading the environment's NL assertions (τ³), one call per episode, None where none does."""
     out = EpisodeEstimate()
-    for purpose, count in CALLS[mode].items():
+    calls = dict(CALLS[mode])
+    if nl_judge is not None:
+        calls["nl_judge"] = 1
+        roles = {**roles, PURPOSES["nl_judge"].role: nl_judge}
+    for purpose, count in calls.items():
         if (purpose == "judge" and not judge) or (purpose == "auditor" and not auditor):
             continue
         out.calls += count

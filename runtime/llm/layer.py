@@ -38,11 +38,12 @@ import litellm
 
 from evrcore.chat import ChatReply, extract_json
 from runtime.llm import credentials
+from runtime.llm.body_order import laid_out
 from runtime.llm.breaker import CircuitBreaker
 from runtime.llm.limits import provider_of
 from runtime.llm.provider_rules import (ORDINARY_FINISH, Fault, fault_of, native_finish,
                                         portable_messages, portable_tools, retry_hint)
-from runtime.llm.roles import ROLES
+from runtime.llm.roles import BENCHMARK_ROLES, ROLES
 from runtime.folder.records import BAD_ANSWER
 from runtime.folder.scrub import scrub
 
@@ -121,6 +122,10 @@ class ModelSpec:
     the executor and user of a benchmark whose own roles send none (ToolSandbox)."""
     user_set: tuple[str, ...] = ()
     """Which of ``temperature``/``seed`` the user set: sent for bare purposes too."""
+    body_order: str | None = None
+    """How the request body's top-level members are laid out: None, litellm's own; ``openai-sdk``
+    as the OpenAI SDK's ``create`` writes them (``runtime.llm.body_order``), the bytes a
+    benchmark's runner on an older litellm sends (τ³). Values are the same either way."""
 
     def max_tokens_for(self, purpose: str) -> int | None:
         return dict(self.stage_max_tokens).get(purpose, self.max_tokens)
@@ -285,9 +290,10 @@ class ModelLayer:
         max_backoff_s: float = 30.0,
         breaker: CircuitBreaker | None = None,
     ):
-        unknown = set(specs) - set(ROLES)
+        unknown = set(specs) - set(ROLES) - set(BENCHMARK_ROLES)
         if unknown:
-            raise ModelConfigError(f"unknown model roles {sorted(unknown)}; accepted: {list(ROLES)}")
+            raise ModelConfigError(f"unknown model roles {sorted(unknown)}; accepted: "
+                                   f"{list(ROLES + BENCHMARK_ROLES)}")
         self.specs = specs
         self.cache = cache
         self.retries = retries
@@ -387,7 +393,8 @@ class ModelLayer:
             if self.aborted or (reason := self.breaker.open_reason(endpoint)):
                 raise self.abort(reason if not self.aborted else "")
             try:
-                response = litellm.completion(**kwargs)
+                with laid_out(spec.body_order):
+                    response = litellm.completion(**kwargs)
                 _check_transport(response)
                 self.breaker.success(endpoint)
                 finish = native_finish(response)

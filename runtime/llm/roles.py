@@ -18,6 +18,11 @@ from typing import Mapping
 ROLES = ("model", "critic_model", "judge_model", "auditor_model", "user_model")
 """The configured models, in the order they fall back (each falls back to an earlier one)."""
 
+BENCHMARK_ROLES = ("nl_judge_model",)
+"""Models a benchmark's own evaluator asks for (τ³'s NL-assertion judge), answered by the
+model layer like any role but outside the run's fallbacks: the composition root configures one
+only for an environment whose evaluator has such a judge, defaulting to the benchmark's model."""
+
 FALLBACK = {"critic_model": "model", "judge_model": "critic_model", "auditor_model": "judge_model",
             "user_model": "model"}
 """The role a role nobody configured takes its model from (``model`` has none: the caller's
@@ -44,6 +49,7 @@ PURPOSES = {
     "planner": Purpose("model", "writing plan p0", 256),
     "reviser": Purpose("model", "revising p0 into p1", 256),
     "auditor": Purpose("auditor_model", "checking a critique for leaks", None),
+    "nl_judge": Purpose("nl_judge_model", "grading NL assertions", None),
 }
 
 EMBEDDED_STAGE_MAX_TOKENS = {name: p.embedded_max_tokens for name, p in PURPOSES.items()
