@@ -122,7 +122,10 @@ class LeakGuard:
         self._public_text = " ".join([view.opening_request or "", plan_text(plan)])
         self._settings = pointers.repaired_settings(supervision)
         self._records = RecordReferences(supervision.records, self.public.codes, self._public_text,
-                                         list(view.tool_names) + [a.name for a in supervision.reference_actions])
+                                         list(view.tool_names) + [a.name for a in supervision.reference_actions],
+                                         "\n".join([view.instructions, view.policy, view.retrievable,
+                                                    json.dumps(view.tools, sort_keys=True, ensure_ascii=False),
+                                                    json.dumps(view.tools, ensure_ascii=False)]))
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
         self._p0_names = p0_names

@@ -120,7 +120,7 @@ class RecordReferences:
     """The records of one task, ready to resolve a critique's phrases against."""
 
     def __init__(self, records: list[dict], public_codes: frozenset[str], public_text: str,
-                 tool_names: list[str] = ()):
+                 tool_names: list[str] = (), view_text: str = ""):
         parsed = [Record(r["table"], str(r["id"]), bool(r.get("acted_on")), dict(r.get("record") or {}),
                          (r["owner"]["table"], str(r["owner"]["id"]), r["owner"].get("field", ""))
                          if r.get("owner") else None) for r in records]
@@ -134,6 +134,8 @@ class RecordReferences:
                 r.siblings = [by_key[(r.table, i)] for i in ids if (r.table, i) in by_key] or \
                     [s for s in parsed if s.table == r.table and s.owner == r.owner]
         self.public = public_text.lower()
+        self.view = " " + re.sub(r"\W+", " ", view_text.lower()) + " "
+        """The policy and the tool schemas: a clause they say word for word is theirs, not a claim."""
         self.codes = public_codes
         self.acted_all = [r for r in parsed if r.acted_on and r.table != "initial_state"]
         """Every record the reference names: its attributes are news even when its identifier is not."""
@@ -259,6 +261,15 @@ class RecordReferences:
                                                                   + (rf"|\b(?:{option_keys})\b" if option else ""), re.I)))
         return out
 
+    def _quotes_view(self, clause: str, start: int, end: int) -> bool:
+        """The value sits in words the policy or the tool schemas say in that order (a schema's
+        'such as JFK', a policy rule quoted in a prompt): the view's, not a claim."""
+        before = re.findall(r"\w+", clause[:start].lower())[-3:]
+        after = re.findall(r"\w+", clause[end:].lower())[:3]
+        inner = re.findall(r"\w+", clause[start:end].lower())
+        window = before + inner + after
+        return len(window) >= 4 and f" {' '.join(window)} " in self.view
+
     @property
     def resolvable(self) -> frozenset[str]:
         """The older pointer rule's kinds (``critique.pointers``) these records resolve instead."""
@@ -271,13 +282,16 @@ class RecordReferences:
         out = []
         for m in _CLAIM.finditer(text):
             clause = m.group(0)
-            if DOUBT.search(clause) or _GENERAL.search(clause) or clause.strip().lower() in self.public:
+            said = re.sub(r"\W+", " ", clause.lower()).strip()
+            if DOUBT.search(clause) or _GENERAL.search(clause) or clause.strip().lower() in self.public \
+                    or (len(said) > 12 and f" {said} " in self.view):
                 continue
             if self._tools is not None:
                 clause = self._tools.sub(lambda t: " " * len(t.group(0)), clause)
             options: dict[str, int] = {}
             for table, key, value, option, value_re, subject_re in self._facts:
-                if not value_re.search(clause):
+                found = value_re.search(clause)
+                if not found or self._quotes_view(clause, found.start(), found.end()):
                     continue
                 if option:
                     options[table] = options.get(table, 0) + 1
