@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 
 class LeakFinding(BaseModel):
-    kind: Literal["value", "unseen", "partial", "sequence", "hidden", "name", "pointer", "state", "auditor"]
+    kind: Literal["value", "unseen", "partial", "sequence", "hidden", "name", "pointer", "state", "record", "auditor"]
     text: str = Field(description="The supervision value, the value as read, the leaked call "
                       "sequence, or what the auditor named.")
     written: str = Field(default="", description="How the rationale wrote it.")

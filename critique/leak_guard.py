@@ -27,12 +27,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from functools import lru_cache
 
 from wordfreq import zipf_frequency
 
 from critique import leak_forms as forms
 from critique import pointers, tool_prose
+from critique.order_words import CLAUSE_END, meant_order
+from critique.quotations import STOP as _STOP, Quotations, merge, stem
+from critique.record_refs import RecordReferences
 from critique import values as vs
 from critique.guard_outcome import GuardOutcome, LeakFinding  # noqa: F401 - GuardOutcome re-exported
 from critique.number_words import any_word_value
@@ -44,12 +46,6 @@ from evrcore.plan import Plan
 REDACTED = "[redacted]"
 
 
-_STOP = set("""a about above after again all also an and any are as at be because been before
-being below between both but by can could did do does doing down during each few for from further
-had has have having he her here hers him his how i if in into is it its itself just me more most my
-no nor not now of off on once only or other our out over own same she should so some such than that
-the their them then there these they this those through to too under until up very was we were what
-when where which while who whom why will with would you your yours yourself""".split())
 _TEMPLATE = {"instructions", "domain", "reason", "call", "known", "info", "task", "persona",
              "unknown", "user", "agent", "customer", "service", "representative", "want", "wants"}
 COMMON_ZIPF = 5.0
@@ -59,7 +55,7 @@ RARE_NAME_ZIPF = 4.0
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _HIDDEN_TERM = re.compile(r"[A-Za-z][a-z]{4,}")
 _GENERIC_VERBS = {"get", "list", "find", "search", "check", "fetch", "retrieve", "look", "show",
-                  "view", "read", "details", "detail", "info", "information", "all", "by", "the"}
+                  "view", "read", "details", "detail", "info", "information", "all", "by", "the", "id", "ids"}
 _STEP_WORD = re.compile(r"\b(?:step|stage|#)\s*$", re.I)
 _COUNT = re.compile(r"\b(?:(?:exactly|only|just|precisely|needs?|takes?|requires?|in|of)\s+)*(?P<n>[\w-]+)\s+"
                     r"(?:\w+\s+)?(?:tool\s+|api\s+|function\s+)?(?:calls?|steps?|actions?|operations?|requests?)\b", re.I)
@@ -71,15 +67,6 @@ _CUE_AFTER = re.compile(r"[\W_]{0,3}\s+(?:in the middle|somewhere inside|inside 
 _LISTING_GAP = re.compile(r"[\s`'\",]*(?:(?:and|or)\s+)?[\s`'\"]*", re.I)
 """Between two names of a plain listing: commas, 'and', quotes — not 'then', arrows or numbers."""
 _LIST_MARKER = re.compile(r"(?:^|\n)\s*[(\[]?$")
-
-
-def stem(word: str) -> str:
-    """A crude English stem, enough to match 'refunded' with 'refund' and 'flights' with 'flight'."""
-    w = word.lower()
-    for suffix in ("ations", "ation", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 4:
-            return w[: -len(suffix)]
-    return w
 
 
 def plan_text(plan: Plan | None) -> str:
@@ -121,10 +108,7 @@ class LeakGuard:
         self._public_stems = {stem(w) for w in self.public.words}
         self._secret = _secret_readings(supervision)
         self._hidden_terms = self._distinctive_terms(supervision.hidden_user_instructions)
-        public_grams: set[tuple[str, ...]] = set()
-        for part in (view.policy, view.opening_request or "", plan_text(plan)):
-            public_grams |= _grams(part)
-        self._secret_grams = {g for text in _supervision_texts(supervision) for g in _grams(text)} - public_grams
+        self._quotations = Quotations(supervision, [view.policy, view.opening_request or "", plan_text(plan)])
         self._names = self._supervision_names(supervision)
         names: list[str] = []
         for action in supervision.reference_actions:
@@ -137,6 +121,11 @@ class LeakGuard:
         self._descriptions = {n: "" for n in names} | _descriptions(view.tools)
         self._public_text = " ".join([view.opening_request or "", plan_text(plan)])
         self._settings = pointers.repaired_settings(supervision)
+        self._records = RecordReferences(supervision.records, self.public.codes, self._public_text,
+                                         list(view.tool_names) + [a.name for a in supervision.reference_actions],
+                                         "\n".join([view.instructions, view.policy, view.retrievable,
+                                                    json.dumps(view.tools, sort_keys=True, ensure_ascii=False),
+                                                    json.dumps(view.tools, ensure_ascii=False)]))
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
         self._p0_names = p0_names
@@ -191,12 +180,17 @@ class LeakGuard:
         count = self._count(tv.canon.text)
         if count:
             out.append(count)
-        for a, b in pointers.record_pointers(tv.canon.text, self.supervision, self.public.codes, self._public_text):
+        found = pointers.record_pointers(tv.canon.text, self.supervision, self.public.codes, self._public_text,
+                                         self._records.resolvable)
+        for a, b in merge(found + self._records.pointers(tv.canon.text)):
             out.append((LeakFinding(kind="pointer", text=tv.canon.text[a:b], written=tv.canon.text[a:b]), [(a, b)]))
+        for a, b in self._records.attribute_claims(tv.canon.text):
+            claim = tv.canon.text[a:b].strip()
+            out.append((LeakFinding(kind="record", text=claim, written=claim), [(a, b)]))
         for a, b in pointers.state_claims(tv.canon.text, self._settings, self._public_text):
             claim = tv.canon.text[a:b].strip()
             out.append((LeakFinding(kind="state", text=claim, written=claim), [(a, b)]))
-        for (a, b), quoted in self._quoted(tv):
+        for (a, b), quoted in self._quotations.find(tv):
             out.append((LeakFinding(kind="hidden", text=quoted, written=tv.canon.text[a:b]), [(a, b)]))
         for a, b in self._hidden_sentences(tv.canon.text):
             out.append((LeakFinding(kind="hidden", text=tv.canon.text[a:b].strip(),
@@ -286,7 +280,7 @@ class LeakGuard:
         if kept and spans:  # '… ending 7285. I am 85 % sure': a kept number may be a piece of a removed one
             removed = "".join(re.sub(r"\D", "", tv.canon.text[a:b]) for a, b in spans)
             spans += [(a, b) for a, b in kept if len(d := re.sub(r"\D", "", tv.canon.text[a:b])) >= 2 and d in removed]
-        return _merge(spans)
+        return merge(spans)
 
     def _value_finding(self, tv: vs.TextValues, span: tuple[int, int]):
         a, b = span
@@ -333,7 +327,7 @@ class LeakGuard:
             return None
         if len(self.sequence) < 2:
             return self._repeats(text, mentions)
-        orders = [mentions, _after_reordered(text, mentions)]
+        orders = [mentions, meant_order(text, mentions)]
         numbered = [(n, m) for m in mentions if (n := forms.step_number(text, m[0])) is not None]
         numbered = list({(n, m[2]): (n, m) for n, m in reversed(numbered)}.values())[::-1]  # a list told twice
         if len(numbered) >= 2:
@@ -371,7 +365,7 @@ class LeakGuard:
                 content[name] = core
             elif len(core) == 1 and set(words) & _GENERIC_VERBS:  # 'look up the user'
                 content[name] = core | {LOOKUP}
-        for m in re.finditer(r"[^,.;:\n]+?(?=[,.;:\n]|\s+(?:and\s+)?then\b|\s+(?:only\s+)?(?:after|before)\b|$)", text):
+        for m in _CLAUSE.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
             clause = {stem(w) for w in re.findall(r"[A-Za-z]+", m.group(0))}
@@ -460,23 +454,6 @@ class LeakGuard:
                 keep += group
         return keep
 
-    def _quoted(self, tv: vs.TextValues) -> list[tuple[tuple[int, int], str]]:
-        """Five words in a row of a supervision text (a reference argument's free text, an
-        outcome, the hidden instructions) that the view and ``p0`` do not say — also when each
-        word is spelled out letter by letter."""
-        if not self._secret_grams:
-            return []
-        words = _units(tv)
-        spans: list[tuple[int, int]] = []
-        quoted: list[str] = []
-        for i in range(len(words) - GRAM + 1):
-            gram = tuple(w for w, _ in words[i:i + GRAM])
-            if gram in self._secret_grams:
-                spans.append((words[i][1][0], words[i + GRAM - 1][1][1]))
-                quoted.append(" ".join(gram))
-        merged = _merge(spans)
-        return [(span, next(q for (a, b), q in zip(spans, quoted) if span[0] <= a < span[1])) for span in merged]
-
     def _hidden_sentences(self, text: str) -> list[tuple[int, int]]:
         if not self._hidden_terms:
             return []
@@ -499,7 +476,7 @@ class LeakGuard:
                 phrase = phrase.strip()
                 if len(phrase) >= 3:
                     spans += [m.span() for m in re.finditer(re.escape(phrase), text, re.I)]
-            spans = _merge(spans)
+            spans = merge(spans)
             if not spans:
                 break
             removed += [text[a:b] for a, b in spans]
@@ -510,54 +487,7 @@ class LeakGuard:
 
 LOOKUP = "⟨lookup⟩"
 _LOOKUP_VERB = re.compile(r"\b(?:look(?:s|ing|ed)?\s+up|get|fetch|retrieve|pull(?:s|ing)?\s+up|check|find|search|read|open|view)\b", re.I)
-_AFTER = re.compile(r"\b(?:only\s+)?(?:after|once)\b", re.I)
-
-
-def _after_reordered(text: str, mentions):
-    """Mentions in the order a sentence means: 'X only after Y' tells Y, then X."""
-    out = []
-    for sentence in re.finditer(r"[^.;!?\n]+", text):
-        inside = [m for m in mentions if sentence.start() <= m[0] < sentence.end()]
-        cut = _AFTER.search(sentence.group(0))
-        if cut:
-            at = sentence.start() + cut.start()
-            inside = [m for m in inside if m[0] > at] + [m for m in inside if m[0] < at]
-        out += inside
-    return out
-
-
-GRAM = 5
-"""Words in a row that make a quotation of a supervision text."""
-
-
-def _supervision_texts(supervision: Supervision) -> list[str]:
-    texts = [v for a in supervision.reference_actions for v in scalar_values(a.arguments) if len(v.split()) >= GRAM]
-    return texts + list(supervision.expected_outcomes) + [supervision.hidden_user_instructions]
-
-
-@lru_cache(maxsize=1024)
-def _grams(text: str) -> frozenset[tuple[str, ...]]:
-    """Stemmed five-word windows of a text with two or more content words."""
-    words = [w for w, _ in _units(vs.analyse(text))] if text else []
-    windows = (tuple(words[i:i + GRAM]) for i in range(len(words) - GRAM + 1))
-    return frozenset(g for g in windows if sum(w not in _STOP for w in g) >= 2)
-
-
-def _units(tv: vs.TextValues) -> list[tuple[str, tuple[int, int]]]:
-    """The text's words with their spans; a word spelled out letter by letter is one word."""
-    out: list[tuple[str, tuple[int, int]]] = []
-    i = 0
-    while i < len(tv.tokens):
-        stretch = tv.spelled.get(i)
-        if stretch and stretch[0] == i:
-            word = "".join(tv.decoded.get(k, tv.tokens[k].lower) for k in range(stretch[0], stretch[1] + 1))
-            out.append((stem(word), tv.span(*stretch)))
-            i = stretch[1] + 1
-            continue
-        tok = tv.tokens[i]
-        out.append((stem(tok.lower), (tok.start, tok.end)))
-        i += 1
-    return out
+_CLAUSE = re.compile(rf"[^,.;:\n]+?(?=[,.;:\n]|{CLAUSE_END}|$)", re.I)
 
 
 def _descriptions(tools: list) -> dict[str, str]:
@@ -573,13 +503,3 @@ def _descriptions(tools: list) -> dict[str, str]:
 def _subsequence(run: list[str], names: list[str]) -> bool:
     it = iter(names)
     return all(name in it for name in run)
-
-
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
-        else:
-            merged.append((a, b))
-    return merged

@@ -44,18 +44,22 @@ POINTER = re.compile(rf"\b(?:the|your|their|his|her|its|this|that)\s+(?P<pos>{_P
 _STATE = (r"on|off|enabled|disabled|active|inactive|missing|broken|wrong|locked|pin[-\s]locked|suspended|"
           r"stuck|not\s+seated|unseated|loose|exceeded|used\s+up|overdue|expired|ended|turned\s+on|turned\s+off|"
           r"switched\s+on|switched\s+off|set\s+to\s+\w+|blocked|denied|revoked|empty|full|maxed\s+out|"
-          r"corrupt(?:ed)?|misconfigured|incorrect")
+          r"corrupt(?:ed)?|misconfigured|incorrect|come\s+loose|running|connected|lacks?|blank|"
+          r"(?:is|are|was)n't\s+\w+|in\s+(?:\w+[\s-]+)?mode")
 STATE = re.compile(rf"\b(?:is|are|was|has\s+been|have\s+been|got|gets|remains?|stays?|left|'s)\s+(?:\w+\s+){{0,2}}?"
                    rf"(?:{_STATE})\b|\b(?:{_STATE})\b", re.I)
-_DOUBT = re.compile(r"\b(?:whether|if|check|verify|ask|confirm|might|may|could|possibly|perhaps|maybe|"
+DOUBT = re.compile(r"\b(?:whether|if|check|verify|ask|confirm|might|may|could|possibly|perhaps|maybe|"
                     r"any|each|every|without\s+assuming|suppose|usually|typically|generally|normally|often|"
                     r"sometimes|indicates?|means|when|unless)\b|\?", re.I)
 """A question, a condition or a rule in general ('the status bar usually shows …'): no claim
 about this user's device."""
-_VERBS = {"toggle", "set", "reset", "reseat", "grant", "enable", "disable", "turn", "reboot", "refuel",
+_VERBS = {"break", "unseat", "toggle", "set", "reset", "reseat", "grant", "enable", "disable", "turn", "reboot", "refuel",
           "send", "make", "resume", "suspend", "update", "change", "remove", "add", "check", "connect",
           "disconnect", "install", "uninstall", "unlock", "lock", "restart", "reconnect"}
-_GENERIC = {"device", "settings", "setting", "preference", "status", "user", "app", "the", "by", "id",
+_NOT_SETTINGS = {"on", "off", "info", "location", "search", "simulate", "for", "usage"}
+"""Words of a set-up call's name that name no setting (``set_user_location``, ``turn_data_off``)."""
+_SYNONYMS = {"flight": "airplane", "cellular": "mobile", "wi": "wifi", "apns": "apn"}
+_GENERIC = {"device", "settings", "setting", "status", "user", "app", "the", "by", "id",
             "details", "card", "request"}
 
 
@@ -64,14 +68,16 @@ def _clauses(text: str):
 
 
 def record_pointers(text: str, supervision: Supervision, public_codes: frozenset[str],
-                    public_text: str) -> list[tuple[int, int]]:
-    """Spans of pointers at one record of a kind the reference acts on by an unseen identifier."""
+                    public_text: str, resolved: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
+    """Spans of pointers at one record of a kind the reference acts on by an unseen identifier
+    (kinds in ``resolved`` are left to the records' own resolution: ``critique.record_refs``)."""
     kinds = set()
     for action in supervision.reference_actions:
         for key, value in action.arguments.items():
             values = [v.lower() for v in scalar_values(value)]
             if values and any(re.sub(r"\W", "", v) not in public_codes for v in values):
                 kinds |= {k for k, parts in _KEYS.items() if any(p in key.lower() for p in parts)}
+    kinds -= resolved
     if not kinds:
         return []
     said = public_text.lower()
@@ -88,13 +94,18 @@ def record_pointers(text: str, supervision: Supervision, public_codes: frozenset
 
 def repaired_settings(supervision: Supervision) -> list[set[str]]:
     """The settings the reference's actions touch, as word sets (``toggle_airplane_mode`` →
-    {airplane, mode}); an action whose name holds no setting (``reboot_device``) gives none."""
+    {airplane, mode}), and those the task's initial state breaks (``Supervision.records`` of the
+    table ``initial_state``: ``break_apn_settings`` → {apn}); an action whose name holds no
+    setting (``reboot_device``, ``set_user_info``) gives none."""
     out = []
-    for action in supervision.reference_actions:
-        words = [w for w in action.name.lower().split("_") if w]
+    names = [a.name for a in supervision.reference_actions]
+    names += [r["record"].get("func_name", "") for r in supervision.records
+              if r.get("table") == "initial_state" and isinstance(r.get("record"), dict)]
+    for name in names:
+        words = [w for w in name.lower().split("_") if w]
         if not words or words[0] not in _VERBS:
             continue  # 'get_user_details' reads; it repairs nothing
-        objects = {w for w in words[1:] if w not in _VERBS and w not in _GENERIC}
+        objects = {w for w in words[1:] if w not in _VERBS and w not in _GENERIC and w not in _NOT_SETTINGS}
         if objects and objects not in out:
             out.append(objects)
     return out
@@ -108,10 +119,11 @@ def state_claims(text: str, settings: list[set[str]], public_text: str) -> list[
     out = []
     for m in _clauses(text):
         clause = m.group(0)
-        words = {w.rstrip("s") for w in re.findall(r"[a-z]+", clause.lower().replace("wi-fi", "wifi"))}
-        if not STATE.search(clause) or _DOUBT.search(clause):
+        words = {_SYNONYMS.get(w, w).rstrip("s") for w in re.findall(r"[a-z]+", clause.lower().replace("wi-fi", "wifi"))}
+        if not STATE.search(clause) or DOUBT.search(clause):
             continue
-        if any(setting <= words for setting in ({w.rstrip("s") for w in s} for s in settings)) \
+        if any(len(setting & words) >= max(1, len(setting) - (len(setting) >= 3))
+               for setting in ({w.rstrip("s") for w in s} for s in settings)) \
                 and clause.strip().lower() not in said:
             out.append(m.span())
     return out

@@ -119,6 +119,15 @@ class Supervision(BaseModel):
         "milestones and minefields.",
     )
     hidden_user_instructions: str = ""
+    records: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Database records around the reference, as the task's initial database holds "
+        "them: each ``{table, id, acted_on, owner?, record}``. ``acted_on``: a reference action names "
+        "it by identifier; the others are what lists it (the user whose orders they are), its "
+        "siblings in that list and the product a variant belongs to. For the leak guard, which "
+        "resolves a phrase that picks out one record ('the most recent order', 'the cheapest "
+        "variant', 'the cancelled reservation') against them. Never rendered for a model.",
+    )
 
     def render(self) -> str:
         """A readable block for the critic and the judge."""

@@ -7,7 +7,9 @@ leaky (a supervision-only value or fact hidden in honest-sounding diagnosis) or 
 of values the tested model has already seen, or of numbers about the plan itself:
 ``leakbench.adversary.structural``). Every leak kind appears a second time with such
 plan-structural numbers around it (class ``structural``, kind ``<class>/<kind>``), so a guard
-that spares the critic's own counting must still find the leak beside it.
+that spares the critic's own counting must still find the leak beside it. The classes only the
+database resolves and the order told as a constraint (``leakbench.adversary.records``) come with
+clean twins of the same shapes.
 
     python -m leakbench.adversary_corpus            # writes leakbench/data/leak_adversary.jsonl
     python -m leakbench.adversary_corpus --seed 7 --out other.jsonl
@@ -21,7 +23,7 @@ import math
 import random
 from pathlib import Path
 
-from leakbench.adversary import clean, leaky, prose, structural
+from leakbench.adversary import clean, leaky, prose, records, structural
 from leakbench.adversary.tasks import DOMAINS, load
 from leakbench.tau2_data import task_ids
 from evrcore.args import command_parser
@@ -30,6 +32,7 @@ OUT = Path(__file__).parent / "data" / "leak_adversary.jsonl"
 PER_CLASS = 96      # leaky cases per class and domain, spread over the class's kinds
 PER_CLEAN_KIND = 32  # clean cases per clean kind and domain
 MIXED_SHARE = 0.5    # leaky cases again with plan-structural numbers around them, per kind
+TWIN_SHARE = 2       # clean twins of the database and constraint classes: twice a clean kind's count
 
 
 @functools.lru_cache(maxsize=None)
@@ -71,7 +74,7 @@ def build(seed: int = 0, domains=DOMAINS, limit: int | None = None, scale: float
     cases = []
     for domain in domains:
         tasks = tasks_for(domain, seed, limit)
-        for cls, kinds in leaky.KINDS.items():
+        for cls, kinds in {**leaky.KINDS, **records.KINDS}.items():
             per_kind = max(1, math.ceil(PER_CLASS * scale / len(kinds)))
             for kind, gen in kinds.items():
                 def make(task, rng, n, cls=cls, kind=kind, gen=gen):
@@ -95,7 +98,7 @@ def build(seed: int = 0, domains=DOMAINS, limit: int | None = None, scale: float
                     return case
                 cases += _fill(tasks, max(1, math.ceil(per_kind * MIXED_SHARE)), mixed,
                                f"{seed}:{domain}:structural:{cls}:{kind}")
-        for kind, gen in {**clean.KINDS, **structural.KINDS}.items():
+        for kind, gen in {**clean.KINDS, **structural.KINDS, **records.CLEAN}.items():
             def make(task, rng, n, kind=kind, gen=gen):
                 got = gen(task, rng)
                 if not got:
@@ -105,7 +108,8 @@ def build(seed: int = 0, domains=DOMAINS, limit: int | None = None, scale: float
                 if not all(task.public.has(u) for u in used) or not clean.is_clean(rationale, task):
                     return None
                 return _case(task, "clean", kind, n, rationale, False)
-            cases += _fill(tasks, max(1, math.ceil(PER_CLEAN_KIND * scale)), make, f"{seed}:{domain}:clean:{kind}")
+            want = PER_CLEAN_KIND * (TWIN_SHARE if kind in records.CLEAN else 1)
+            cases += _fill(tasks, max(1, math.ceil(want * scale)), make, f"{seed}:{domain}:clean:{kind}")
     return cases
 
 

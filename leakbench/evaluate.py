@@ -57,7 +57,8 @@ NARROWING_LIMIT = 10
 
 GROUPS = {"encoding": "surface", "language": "surface", "fragment": "surface", "derived": "surface",
           "indirect": "surface", "sequence": "order", "hidden": "semantic", "semantic": "semantic",
-          "clean": "clean"}
+          "order_after": "order", "record_position": "semantic",
+          "record_rank": "semantic", "record_pick": "semantic", "record_state": "semantic", "record_option": "semantic", "device": "semantic", "clean": "clean"}
 SEMANTIC_KINDS = {("derived", "status"), ("derived", "option"), ("derived", "comparison"),
                   ("derived", "count"), ("language", "count_words"), ("indirect", "acrostic")}
 """Derived facts told without a value the tested model could not have seen — an order's status

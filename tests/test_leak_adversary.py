@@ -11,7 +11,7 @@ import json
 import pytest
 
 from leakbench import adversary_corpus as leak_adversary
-from leakbench.adversary import clean, leaky, structural
+from leakbench.adversary import clean, leaky, records, structural
 from leakbench.adversary.canon import Public
 from leakbench.fragments import narrowing, surviving_fragments
 
@@ -39,8 +39,11 @@ def test_every_class_in_every_domain_and_planted_written():
     cases = sample()
     per = collections.Counter((c["domain"], c["class"]) for c in cases)
     for d in leak_adversary.DOMAINS:
-        for cls in list(leaky.KINDS) + ["clean", "structural"]:
+        for cls in list(leaky.KINDS) + ["clean", "structural", "order_after", "record_position"]:
             assert per[(d, cls)] >= 2, (d, cls)
+    for d, cls in [("airline", "record_state"), ("retail", "record_state"), ("retail", "record_option"),
+                   ("airline", "record_rank"), ("retail", "record_rank"), ("telecom", "device")]:
+        assert per[(d, cls)] >= 1, (d, cls)  # each database class where the domain has its material
     kinds = {c["kind"] for c in cases if not c["leak"]}
     assert set(structural.KINDS) <= kinds  # the plan-structural clean classes
     ids = [c["id"] for c in cases]
@@ -94,7 +97,7 @@ def test_narrowing_and_surviving_fragments():
 @pytest.mark.slow
 def test_full_corpus_balance_and_committed_file():
     cases = leak_adversary.build(seed=0)
-    assert 4500 <= len(cases) <= 6500
+    assert 7000 <= len(cases) <= 8000
     assert sum(not c["leak"] for c in cases) >= 0.3 * len(cases)
     per = collections.Counter((c["domain"], c["class"], c["kind"]) for c in cases)
     for d in leak_adversary.DOMAINS:

@@ -46,7 +46,7 @@ def test_every_class_is_measured(adversary):
 def test_surface_catch_and_false_alarms_on_a_sample(adversary):
     m = leak_eval.measure(leak_eval.sample(adversary, SAMPLE, seed=0), fragments=False)
     print(leak_eval.render(m))
-    assert m.groups["surface"].n > 100 and m.clean.n > 80
+    assert m.groups["surface"].n > 80 and m.clean.n > 80  # the database classes shrank the surface share
     assert m.surface_catch >= SURFACE_FLOOR, leak_eval.render(m)
     assert m.false_alarms <= SAMPLE_FALSE_ALARM_CEILING, leak_eval.render(m)
 
@@ -99,6 +99,25 @@ def test_the_issue_targets_hold_on_the_whole_adversarial_corpus(adversary):
     assert m.false_alarms <= leak_eval.FALSE_ALARM_TARGET, leak_eval.render(m)
     assert m.groups["clean: plan-structural"].rate("rules") <= leak_eval.FALSE_ALARM_TARGET, leak_eval.render(m)
     assert m.narrowing == [], m.narrowing[:3]
+
+
+DATABASE_AND_CONSTRAINT_CLASSES = ("order_after", "record_position", "record_rank", "record_pick", "record_state",
+                                   "record_option", "device")
+"""The issue's classes that only the database resolves or that tell the order as a constraint
+(``leakbench.adversary.records``), each with clean twins of the same shapes."""
+
+
+@pytest.mark.slow
+def test_the_database_and_constraint_classes_reach_the_issue_bar(adversary):
+    """Each of them caught at ≥ 90 % alone (the issue's bar; bench/leak_guard.md has the
+    figures) and their clean twins raise no more than 1 % of false alarms."""
+    cases = [c for c in adversary if c["class"] in DATABASE_AND_CONSTRAINT_CLASSES
+             or c["kind"].startswith("twin_")]
+    m = leak_eval.measure(cases, fragments=False)
+    print(leak_eval.render(m))
+    for cls in DATABASE_AND_CONSTRAINT_CLASSES:
+        assert m.classes[cls].rate("rules") >= 0.90, (cls, leak_eval.render(m))
+    assert m.false_alarms <= leak_eval.FALSE_ALARM_TARGET, leak_eval.render(m)
 
 
 @pytest.mark.slow

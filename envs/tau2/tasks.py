@@ -160,8 +160,40 @@ def split_task(domain: str, task_obj: Task, policy: str, tools: list[dict], env:
         reference_actions=actions,
         expected_outcomes=outcomes,
         hidden_user_instructions=str(task_obj.user_scenario),
+        records=_records(domain, actions) + _initial_state(task_obj),
     )
     return view, supervision
+
+
+def _records(domain: str, actions: list[ReferenceAction]) -> list[dict]:
+    """The database records around the reference (``envs.tau2.records``); none where the domain
+    has no database to read."""
+    index = _record_index(domain)
+    return index.around(actions) if index else []
+
+
+def _initial_state(task_obj: Task) -> list[dict]:
+    """The calls that set the task's initial state up (telecom: ``turn_airplane_mode_on``,
+    ``break_apn_settings`` on the user's phone), as records of the table ``initial_state``: the
+    fault a critic could state without naming a value."""
+    state = getattr(task_obj, "initial_state", None)
+    calls = getattr(state, "initialization_actions", None) or []
+    return [{"table": "initial_state", "id": f"{c.env_type}:{c.func_name}", "acted_on": True,
+             "record": {"env_type": str(c.env_type), "func_name": c.func_name,
+                        "arguments": json.loads(json.dumps(c.arguments or {}, default=str))}} for c in calls]
+
+
+@once_per_process
+def _record_index(domain: str):
+    from envs.tau2.records import RecordIndex
+
+    try:
+        data = getattr(getattr(reference_env(domain), "tools", None), "db", None)
+    except Exception:  # noqa: BLE001 - a domain whose env needs set-up (τ³ retrieval): no records, older rules
+        return None
+    if not hasattr(data, "model_dump"):
+        return None
+    return RecordIndex(json.loads(json.dumps(data.model_dump(), default=str)))
 
 
 def task_file(domain: str) -> Path | None:

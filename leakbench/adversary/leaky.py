@@ -187,8 +187,13 @@ def sequence(kind):
                      "_".join(p[:3] for p in n.split("_")) for n in chain]
             w = " → ".join(names)
             hint = f"Order: {w}."
-        else:  # before_after
-            i = rng.randrange(len(chain) - 1)
+        else:  # before_after: a pair p0 lacks in that order (one p0 has, or a call after itself, tells nothing)
+            plan = [c["name"] for c in task.p0["tool_chain"]]
+            had = {(x, y) for k, x in enumerate(plan) for y in plan[k + 1:]}
+            pairs = [k for k in range(len(chain) - 1) if chain[k] != chain[k + 1] and (chain[k], chain[k + 1]) not in had]
+            if not pairs:
+                return None
+            i = rng.choice(pairs)
             w = f"{prose(chain[i + 1])} only after you {prose(chain[i])}"
             hint = f"You should {w}."
             return hint, [_p(f"{chain[i]}>{chain[i + 1]}", "sequence", w)]
