@@ -114,22 +114,36 @@ def surviving_fragments(redacted_text: str, value: str) -> list[str]:
     text = unicodedata.normalize("NFKC", redacted_text).replace("[redacted]", " ")
     text = _CRITIQUE_VOCABULARY.sub(" ", text)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    pieces = [_key(p) for p in re.split(r"[^0-9A-Za-z]+", text) if p]
+    written = [p for p in re.split(r"[^0-9A-Za-z]+", text) if p]
     runs, singles = [], []
-    for p in pieces + [""]:
-        if len(p) == 1:
-            singles.append(p)
+    for p in written + [""]:
+        if len(_key(p)) == 1:
+            singles.append(_key(p))
             continue
         if singles:
-            runs.append("".join(singles))
+            runs.append(("".join(singles), None))
             singles = []
         if p:
-            runs.append(p)
+            runs.append((_key(p), p))
     out: list[str] = []
-    for run in runs:
+    for run, as_written in runs:
         if len(run) < 2 or run not in target or run in out:
             continue
         if run.isalpha() and zipf_frequency(run, "en") >= 3.0 and not (target.startswith(run) or target.endswith(run)):
             continue  # an ordinary word inside the value by chance, not written as a piece of it
+        if run.isalpha() and as_written is not None and as_written.istitle() and _a_word(run):
+            continue  # a capitalised word of the critique's language ("Se trata de …"), not a piece
         out.append(run)
     return out
+
+
+_LANGUAGES = ("en", "es", "de", "fr", "pt", "it")
+"""The languages the corpora's critiques are written in."""
+
+
+def _a_word(token: str) -> bool:
+    """A common word of one of the critiques' languages. Capitalised as a word ("Se") it is that
+    word; a piece of an ID keeps the ID's capitals ("SE") or is written lower-case, and counts."""
+    from wordfreq import zipf_frequency
+
+    return any(zipf_frequency(token, lang) >= 3.0 for lang in _LANGUAGES)

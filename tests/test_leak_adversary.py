@@ -92,6 +92,10 @@ def test_narrowing_and_surviving_fragments():
     assert surviving_fragments("the one ending in X3R, [REDACTED]", "Q69X3R") == ["x3r"]
     assert "q69" in surviving_fragments("reservation Q 6 9 then", "Q69X3R")
     assert surviving_fragments("nothing here", "Q69X3R") == []
+    # a capitalised word of the critique's language is that word; the ID's letters as written count
+    assert surviving_fragments("- Se trata de la cuarta reserva.", "SE9KEL") == []
+    assert surviving_fragments("the one starting SE, [REDACTED]", "SE9KEL") == ["se"]
+    assert surviving_fragments("it starts with se", "SE9KEL") == ["se"]
 
 
 @pytest.mark.slow

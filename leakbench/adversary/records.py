@@ -36,12 +36,14 @@ def _p(value, typ, written, **extra):
     return dict({"value": value, "type": typ, "written": written}, **extra)
 
 
-def _reference_ids(task) -> set[str]:
-    out = set()
+def _reference_ids(task) -> list[str]:
+    """The values the reference's arguments name, once each, in the reference's order (a set's
+    order would follow the interpreter's hash seed, and the committed corpus with it)."""
+    out: dict[str, None] = {}
     for a in task.sup.reference_actions:
         for v in a.arguments.values():
-            out.update(map(str, v if isinstance(v, list) else [v]))
-    return out
+            out.update(dict.fromkeys(map(str, v if isinstance(v, list) else [v])))
+    return list(out)
 
 
 def _private(task, value: str) -> bool:
