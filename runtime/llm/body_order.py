@@ -17,6 +17,7 @@ calling thread is inside :func:`laid_out` — every other request passes untouch
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import threading
 from contextlib import contextmanager
@@ -30,8 +31,10 @@ _HEAD = ("model", "stream", "service_tier", "messages")
 _install_lock = threading.Lock()
 
 
+@functools.cache
 def _sdk_parameters() -> frozenset[str]:
-    """The body parameters the installed OpenAI SDK's ``create`` knows (written by name)."""
+    """The body parameters the installed OpenAI SDK's ``create`` knows (written by name); read
+    once, not on every request the hook reorders."""
     from openai.types.chat import completion_create_params as params
 
     names: set[str] = set()
