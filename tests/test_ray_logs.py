@@ -16,8 +16,8 @@ from runtime.backends.ray_loopback import is_loopback
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SCRIPT = textwrap.dedent("""
-    import importlib.util, os, sys, time
+PRELUDE = textwrap.dedent("""
+    import importlib.util, logging, os, sys, time
     from loguru import logger
     logger.remove()
     logger.add(sys.argv[1], level="INFO", format="{message}")
@@ -25,6 +25,10 @@ SCRIPT = textwrap.dedent("""
     spec = importlib.util.spec_from_file_location("ray_logs", "runtime/backends/ray_logs.py")
     ray_logs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ray_logs)
+""")
+"""What both scripts start with: loguru writing to the log file named first, ``ray_logs`` loaded."""
+
+SCRIPT = PRELUDE + textwrap.dedent("""
     f = ray_logs.Fd2Filter()
     os.write(2, b"[2026-12-02 05:55:31,274 E 1086 1086] core_worker.cc:2465: Actor ... "
                 b"has constructor arguments in the object store and max_restarts > 0. ...\\n")
@@ -66,15 +70,8 @@ def test_loopback_addresses(host, loopback):
     assert is_loopback(host) is loopback
 
 
-LOGGERS = textwrap.dedent("""
-    import logging, sys
-    from loguru import logger
-    logger.remove()
-    logger.add(sys.argv[1], level="INFO", format="{message}")
-    import importlib.util, ray
-    spec = importlib.util.spec_from_file_location("ray_logs", "runtime/backends/ray_logs.py")
-    ray_logs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ray_logs)
+LOGGERS = PRELUDE + textwrap.dedent("""
+    import ray
     theirs = list(logging.getLogger("ray").handlers)
     ray_logs.start()
     logging.getLogger("ray._private.worker").warning("a warning of Ray's")
