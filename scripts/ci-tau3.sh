@@ -23,7 +23,7 @@ MODE=all
 if [ "${1:-}" = --prepare ]; then MODE=prepare; shift; exec 3>&1 1>&2; fi
 PY=${PY:-.venv/bin/python}
 ARCHIVE=${1:-${TAU3_ARCHIVE:-../shared/vendor/tau2-bench-a2c0247.tar.gz}}
-SHA256=${TAU3_SHA256:-da4f7922c48c374a4d34044c5489465f59ce956313c67b79aea3e9f27e898dc8}
+SHA256=${TAU3_SHA256:-e8300e38d1d8988e48bdbdef30aff67eca7e581c156c4311e9bf4e5acfb93e25}
 CACHE=${EVR_TAU3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/exec-validation-runtime/ci-tau3}
 TESTS=(tests/test_tau3.py tests/test_tau3_task_sets.py tests/test_tau3_fidelity.py tests/test_tau3_regrade.py tests/test_tau3_embeddings.py tests/test_tau3_nl_judge.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
