@@ -37,7 +37,7 @@ from runtime.reports.stats import (  # noqa: E402
 from runtime.folder.records import AA_MODE  # noqa: E402
 from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings, re_run_line, re_runs  # noqa: E402
-from runtime.reports import explorer, leaks, provenance, task_sets, verdicts  # noqa: E402
+from runtime.reports import decision, explorer, leaks, provenance, task_sets, verdicts  # noqa: E402
 from runtime.reports.deltas import components_fields, components_line  # noqa: E402
 from runtime.stats.verdict import verdict  # noqa: E402
 
@@ -331,7 +331,7 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     df = frame(records)
     head, _, rest = markdown(table, title).partition("\n\n")
     md = (f"{head}\n\n{task_sets.header(folder)}{rest}" + leaks.markdown_section(df) + provenance.markdown_section(df)
-          + verdicts.markdown_section(df))
+          + verdicts.markdown_section(df) + decision.report_section(folder, df))
     if settings_mixed(df):
         counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
         md += f"\n> **warning:** {mixed_settings(counts)}; each row above is one fingerprint.\n"
