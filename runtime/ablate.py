@@ -73,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def refuse_fixed_options(args: argparse.Namespace) -> None:
     """ablate always runs Plan-first and Refine with the strategies of ``--strategies``: a
     ``--mode`` or ``--strategy`` it would ignore is refused instead."""
-    for option, given in (("--dry-run", args.dry_run), ("--target-mde", args.target_mde is not None)):
+    for option, given in (("--dry-run", args.dry_run), ("--target-mde", args.target_mde is not None),
+                          ("--until-decided", bool(args.until_decided))):
         if given:
             raise UsageError(f"{option}: ablate has none; size the run with python -m runtime.validate "
                              f"{option} (or python -m runtime.power)")

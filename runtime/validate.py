@@ -133,6 +133,15 @@ def parser() -> argparse.ArgumentParser:
                    "call no model and write nothing")
     p.add_argument("--target-mde", type=float, metavar="DELTA",
                    help="choose --trials so Refine − Plan-first can detect this Δ (80%% power, α 0.05)")
+    p.add_argument("--until-decided", action="store_true", default=None,
+                   help="run in waves of one trial of every task and mode, and stop when an "
+                   "anytime-valid interval decides each comparison: effect (it excludes 0) or no "
+                   "effect of interest (it lies inside ±--margin); or at --max-trials / --max-cost")
+    p.add_argument("--max-trials", type=int, metavar="N",
+                   help="with --until-decided: the most trials per task and mode (default 40)")
+    p.add_argument("--margin", type=float, metavar="DELTA",
+                   help="with --until-decided: the smallest effect of interest (default 0.03, the "
+                   "APB paper's lower τ²-bench figure)")
     add_folder_options(p)
     p.add_argument("--episode-max-tokens", type=int,
                    help="tokens one episode may use; past it the episode ends unfinished")
@@ -150,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args)
         if args.target_mde is not None and not args.target_mde > 0:
             raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
+        config = until_decided_settings(config, args.target_mde, args.trials)
         if args.dry_run:
             return dry_run(config, args.target_mde)
         config = with_target_trials(config, args.target_mde, print)
@@ -167,9 +177,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_report(run, console)
             return error_rate_exit(records, run.config.max_error_rate)
 
+        if config.until_decided:
+            from runtime.cli.waves import run_until_decided
+
+            return execute([run], console, finish, run_one=run_until_decided)
         return execute([run], console, finish)
 
     return guarded(body)
+
+
+def until_decided_settings(config: RunConfig, target: float | None, trials: int | None) -> RunConfig:
+    """``--until-decided``'s options checked, and its trials set to ``--max-trials`` (the waves
+    are the trials; the loop runs them one at a time)."""
+    if not config.until_decided:
+        given = [o for o, v in (("--max-trials", config.max_trials), ("--margin", config.margin)) if v is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)}: only with --until-decided")
+        return config
+    from runtime.cli.plan import comparisons
+    from runtime.reports.decision import DEFAULT_MARGIN
+
+    if not comparisons(config.modes):
+        raise UsageError(f"--until-decided with --mode {','.join(config.modes)}: no comparison to "
+                         "decide; accepted: modes that pair with plan-first, e.g. --mode plan-first,refine "
+                         "or --mode all")
+    for option, value in (("--target-mde", target), ("--trials", trials)):
+        if value is not None:
+            raise UsageError(f"{option} with --until-decided: the run sizes itself; give --max-trials "
+                             "for the most trials per task and mode")
+    return config.model_copy(update={"max_trials": config.max_trials or MAX_TRIALS,
+                                     "margin": config.margin or DEFAULT_MARGIN,
+                                     "trials": config.max_trials or MAX_TRIALS})
+
+
+MAX_TRIALS = 40
+"""``--until-decided``'s default ``--max-trials``."""
 
 
 def load_config(args: argparse.Namespace) -> RunConfig:
@@ -241,6 +283,12 @@ def dry_run(config: RunConfig, target: float | None) -> int:
     lines = plan_lines(config.env, tasks, trials, compared, paper_effect(config.env))
     for line in lines or ["one mode: no comparison to size"]:
         print(line)
+    if config.until_decided:
+        from runtime.cli.waves import dry_run_lines
+
+        for line in dry_run_lines(config.env, tasks, modes, config.max_trials, config.margin, cost,
+                                  paper_effect(config.env)):
+            print(line)
     return 0
 
 

@@ -66,8 +66,11 @@ def interrupted(exc: KeyboardInterrupt) -> int:
     return signals.exit_code(exc)
 
 
-def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) -> int:
-    """Run every pending episode of ``runs`` in order, then ``finish()`` (summaries, reports).
+def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int],
+            run_one: Callable[[Run, Console], None] | None = None) -> int:
+    """Run every pending episode of ``runs`` in order (``run_one``: how one run's episodes run,
+    by default all at once; ``runtime.cli.waves``: in waves until decided), then ``finish()``
+    (summaries, reports).
 
     On Ctrl-C the environments are closed at once, so in-flight episodes stop instead of
     finishing in containers nobody waits for; what finished is already on disk.
@@ -76,7 +79,7 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int]) ->
 
     try:
         for run in runs:
-            run_with_progress(run, console)
+            (run_one or run_with_progress)(run, console)
         return finish()
     except BudgetSpent as exc:
         close_environments(runs)
@@ -200,6 +203,10 @@ def summary_of(run: Run) -> tuple[dict, list[EpisodeRecord]]:
         result.update(env=config.env, domain=spec.domain)
     if run.embedded:
         result["note"] = EMBEDDED_NOTE
+    if run.config.until_decided:
+        from runtime.cli.waves import decision_of
+
+        result["decision"] = decision_of(run, records)
     return result, records
 
 
@@ -223,6 +230,10 @@ def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
     summary.print_summary(result, console, title=f"{config.env}/{spec.domain} — {spec.tested_model}")
     if run.embedded:
         console.print(f"[yellow]{EMBEDDED_NOTE}[/]")
+    if result.get("decision"):
+        from runtime.cli.waves import print_decision
+
+        print_decision(result["decision"], console)
     errors = [r for r in records if r.status == "error"]
     if errors:
         first = errors[0].error

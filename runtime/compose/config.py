@@ -239,6 +239,14 @@ class RunConfig(RunSettings):
     no_cache: bool = False
     retry_errors: bool = False
     planner: str = Field(default="llm", description="A planner name or 'package.module:Class'.")
+    until_decided: bool = Field(default=False, description="Run in waves of one trial of every "
+        "task and mode until an anytime-valid confidence sequence decides each planned comparison "
+        "(runtime.reports.decision), or max_trials, or max_cost.")
+    max_trials: int | None = Field(default=None, ge=1, le=1000, description="With until_decided: "
+        "the most waves (trials per task and mode); default 40.")
+    margin: float | None = Field(default=None, gt=0, lt=1, description="With until_decided: the "
+        "smallest effect of interest; an interval inside ±margin decides 'no effect of interest' "
+        "(default 0.03, the APB paper's lower τ²-bench figure).")
 
     @field_validator("model")
     @classmethod

@@ -116,7 +116,8 @@ def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) ->
     variance = np.where(n >= 2, spread / np.maximum(n, 1), np.inf)
     half = np.where(np.isfinite(variance), half_width(np.where(np.isfinite(variance), variance, 1.0),
                                                       mixture_precision(margin), alpha), np.inf)
-    return Sequence(estimate, estimate - half, estimate + half, n, variance)
+    # Δ of scores in [0, 1] lies in [−1, 1]: the sequence clipped there is as valid and readable
+    return Sequence(estimate, np.maximum(estimate - half, -1.0), np.minimum(estimate + half, 1.0), n, variance)
 
 
 def decisions(low, high, margin: float) -> np.ndarray:
