@@ -1,0 +1,215 @@
+"""``--until-decided``: a run in waves read by an anytime-valid confidence sequence.
+
+The sequence's arithmetic (its half-width is where the mixture martingale reaches 1/α), its
+type-I error under a look after every wave on simulated experiments of the class the runtime runs
+(the full 10,000 are bench/sequential_calibration.py's; a small fast version here, beside the
+fixed-size interval read at every wave, which fails the same bound), and end to end on the
+known-truth stochastic model: a large effect stops before --max-trials with *effect*, a killed
+run resumes the same sequence, threads and Ray decide alike, a grown folder's report shows the
+anytime-valid interval, bad values are one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runtime.stats import sequential as sq
+from runtime.stats.sequential_plan import issue_grid, paired_differences
+
+EFFECT_MODEL = "stochastic-decided"
+
+
+def test_half_width_is_where_the_mixture_martingale_reaches_one_over_alpha():
+    rho, alpha = sq.mixture_precision(0.03), 0.05
+    for variance in (1e-4, 1e-3, 0.02):
+        info, h = 1 / variance, sq.half_width(variance, rho, alpha)
+        martingale = math.sqrt(rho / (rho + info)) * math.exp(info ** 2 * h ** 2 / (2 * (rho + info)))
+        assert martingale == pytest.approx(1 / alpha, rel=1e-9)
+    # the boundary is wider than a fixed-size interval's everywhere, least near its tuning point
+    tuned = (sq.TUNED_AT * 0.03 / sq.PLANNED_POWER_Z) ** 2
+    assert 2.9 < sq.half_width(tuned, rho) / math.sqrt(tuned) < 3.2
+    assert sq.half_width(100 * tuned, rho) / math.sqrt(100 * tuned) > 5
+
+
+def _fixed_any(d: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
+    means, _ = sq.task_means(d)
+    n = np.sum(~np.isnan(means), axis=-2)
+    m = np.nanmean(means, axis=-2)
+    half = stats.t.ppf(0.975, n - 1) * np.sqrt(np.nanvar(means, axis=-2, ddof=1) / n)
+    return ((m - half > 0) | (m + half < 0)).any(axis=-1)
+
+
+def test_type_one_error_under_a_look_after_every_wave():
+    """1,500 experiments with no effect over the issue's ranges (success 0.05–0.95, ICC
+    0.2–0.6, task × arm sd 0–0.15, 2–15 % errored), 30 tasks, a look after each of 20 waves."""
+    rng = np.random.default_rng(20)
+    d = paired_differences(rng, 1500, 30, 20, **issue_grid(rng, 1500))
+    seq = sq.sequence(d, margin=0.03)
+    _, code = sq.first_decision(sq.decisions(seq.low, seq.high, 0.03))
+    assert np.mean(code == 1) <= 0.055
+    # the same looks at the fixed-size interval claim far more: the bound is one that can fail
+    assert np.mean(_fixed_any(d)) > 0.15
+
+
+def test_the_sequence_finds_an_effect_and_rules_out_none():
+    rng = np.random.default_rng(21)
+    d = paired_differences(rng, 300, 50, 30, mean=0.46, icc=0.405, task_arm_sd=0.03, error_rate=0.05,
+                           effect=0.12)
+    seq = sq.sequence(d, margin=0.03)
+    wave, code = sq.first_decision(sq.decisions(seq.low, seq.high, 0.03))
+    assert np.mean(code == 1) > 0.9 and np.median(wave[code == 1]) < 15
+    # a degenerate wave (every pair tied) is no certainty: the variance floor keeps it undecided
+    ties = sq.sequence(np.zeros((10, 1)), margin=0.03)
+    assert ties.low[0] < -0.03 and ties.high[0] > 0.03
+
+
+def test_decision_from_records_counts_complete_waves_and_pairs():
+    import pandas as pd
+
+    from runtime.reports.decision import complete_waves, differences, planned
+
+    rows = [{"domain": "d", "task_id": str(t), "arm": arm, "trial": k, "status": status,
+             "score": score} for t in range(3) for k in range(2) for arm, status, score in
+            (("plan-first", "ok", 0.0), ("refine", "error" if (t, k) == (0, 1) else "ok", 1.0))]
+    rows.append({"domain": "d", "task_id": "0", "arm": "refine", "trial": 2, "status": "ok", "score": 1.0})
+    df = pd.DataFrame(rows)
+    assert planned(["direct", "plan-first", "plan-first-aa", "refine"]) == [("refine", "plan-first"),
+                                                                           ("plan-first", "direct")]
+    assert complete_waves(df, ["plan-first", "refine"]) == 2  # the third trial is partial
+    d = differences(df, "refine", "plan-first", 2)
+    assert d.shape == (3, 2) and np.isnan(d[0, 1]) and np.nansum(d) == 5
+
+
+# ----- end to end on the stochastic scripted model -----
+
+def _register(name: str, effect: float):
+    from testkit import stochastic
+    from testkit.stochastic import StochasticBenchmark
+
+    bench = StochasticBenchmark(mean=0.3, effect=effect, icc=0.3)
+    stochastic.register(bench, name)
+    return bench
+
+
+def _argv(out: Path, name: str, *extra: str, tasks: int = 8) -> list[str]:
+    from testkit.plan_follower import suitable_tasks
+
+    return ["--mode", "plan-first,refine", "--env", "tau2", "--domain", "airline",
+            "--task-ids", ",".join(suitable_tasks("airline", tasks)), "--model", f"scripted/{name}",
+            "--out", str(out), "--no-cache", "--concurrency", "4", "--no-report", *extra]
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow  # ~30 s alone, minutes on a loaded machine: 40-odd episodes through τ² and three invocations
+def test_a_large_effect_stops_early_with_effect_and_resumes_the_same_sequence(tmp_path, capsys):
+    from runtime import validate
+
+    _register(EFFECT_MODEL, 0.6)
+    out = tmp_path / "run"
+    argv = _argv(out, EFFECT_MODEL, "--until-decided", "--max-trials", "6")
+    assert validate.main(argv) == 0
+    decision = json.loads((out / "summary.json").read_text())["decision"]
+    assert decision["stopped"] == "decided" and decision["wave"] < 6
+    [row] = decision["comparisons"]
+    assert (row["treatment"], row["control"], row["decision"]) == ("refine", "plan-first", "effect")
+    assert row["low"] > 0 and row["wave"] == decision["waves"]
+    records = _records(out)
+    assert len(records) == decision["waves"] * 8 * 2  # no wave past the deciding one was run
+    printed = capsys.readouterr().out
+    assert f"effect at wave {row['wave']}" in printed and "anytime-valid" in printed
+
+    # killed in the deciding wave: its last episodes lost; the same command runs only those
+    # and reaches the same decision from the same sequence
+    lines = (out / "records.jsonl").read_text().splitlines()
+    last = [i for i, line in enumerate(lines) if json.loads(line)["key"]["trial"] == row["wave"] - 1]
+    kept = [line for i, line in enumerate(lines) if i not in set(last[-3:])]
+    (out / "records.jsonl").write_text("\n".join(kept) + "\n")
+    assert validate.main(argv) == 0
+    again = json.loads((out / "summary.json").read_text())["decision"]
+    assert again == decision
+    assert len(_records(out)) == len(records)
+    # and a decided folder runs nothing more
+    assert validate.main(argv) == 0
+    assert len(_records(out)) == len(records)
+    assert "decided at wave" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # two runs through τ² and their reports
+def test_a_grown_folder_reports_the_anytime_valid_interval(tmp_path):
+    from runtime import validate
+
+    _register("stochastic-grown", 0.1)
+    out = tmp_path / "grown"
+    base = [a for a in _argv(out, "stochastic-grown", tasks=4) if a != "--no-report"]
+    assert validate.main([*base, "--trials", "1"]) == 0
+    first = (out / "report.md").read_text()
+    assert "Decision (anytime-valid)" not in first  # read once: the fixed-size interval holds
+    assert validate.main([*base, "--trials", "2"]) == 0
+    report = (out / "report.md").read_text()
+    assert "Decision (anytime-valid)" in report and "reported before at 1 trial(s)" in report
+    assert "A decision may rest only on the anytime-valid interval" in report
+    looks = json.loads((out / "run.json").read_text())["looks"]
+    assert [x["trials"] for x in looks] == [1, 2]
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["--until-decided", "--margin", "-1"], "margin = -1.0"),
+    (["--until-decided", "--max-trials", "0"], "max_trials = 0"),
+    (["--until-decided", "--mode", "refine"], "--until-decided with --mode refine: no comparison"),
+    (["--max-trials", "5"], "--max-trials: only with --until-decided"),
+    (["--until-decided", "--trials", "3"], "--trials with --until-decided"),
+])
+def test_bad_values_are_one_line_and_exit_2(argv, expected, capsys):
+    from runtime import validate
+
+    base = ["--env", "tau2", "--domain", "airline", "--model", "scripted/none"]
+    mode = [] if "--mode" in argv else ["--mode", "plan-first,refine"]
+    assert validate.main([*base, *mode, *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and expected in err, err
+
+
+def test_dry_run_states_expected_and_worst_case_episodes(capsys):
+    from runtime import validate
+
+    assert validate.main(["--env", "tau2", "--domain", "airline", "--mode", "plan-first,refine",
+                          "--until-decided", "--max-trials", "20", "--dry-run", "--tasks", "20",
+                          "--model", "openai/gpt-4o"]) == 0
+    out = capsys.readouterr().out
+    assert "under planned Δ +0.03 (the paper's lower figure): expected" in out
+    assert "under Δ 0: expected" in out and "worst case: 800 episodes" in out
+
+
+@pytest.mark.slow
+def test_threads_and_ray_decide_alike(tmp_path):
+    pytest.importorskip("ray", reason="the Ray backend needs Ray: pip install -e '.[ray]'")
+    from runtime import backends, validate
+    from runtime.backends import ray_backend
+    from testkit import stochastic
+
+    bench = _register("stochastic-ray", 0.6)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_API_KEY", "sk-unused-0000000000")
+        mp.setattr(backends, "WORKER_SETUP", [functools.partial(stochastic.register, bench, "stochastic-ray")])
+        ray_backend.start_local(2)
+        try:
+            found = {}
+            for backend in ("threads", "ray"):
+                out = tmp_path / backend
+                assert validate.main(_argv(out, "stochastic-ray", "--until-decided", "--max-trials", "6",
+                                           "--backend", backend, tasks=6)) == 0
+                found[backend] = json.loads((out / "summary.json").read_text())["decision"]
+        finally:
+            ray_backend.stop_local()
+    assert found["threads"] == found["ray"] and found["ray"]["comparisons"][0]["decision"] == "effect"
