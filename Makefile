@@ -12,7 +12,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # llama.cpp built portable (no -march=native), so the wheel runs on any x86-64 CPU.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: run test test-slow smoke install clean docker-ci bench bench-backends
+.PHONY: run test test-slow smoke install clean docker-ci bench bench-backends calibration
 
 $(STAMP): pyproject.toml scripts/setup-venv.sh
 	@bash scripts/setup-venv.sh $(PYTHON) $(VENV)
@@ -48,6 +48,10 @@ bench: $(STAMP)
 bench-backends: $(STAMP)
 	$(PY) bench/backends_scaling.py --latency 1 --waves 3 --workers 2 --concurrency 16 32 64 128 \
 		--write bench/RESULTS.md
+
+# Calibration by simulation of the statistics (seeded; a few minutes on one core).
+calibration: $(STAMP)
+	$(PY) -m bench.sequential_calibration --write bench/SEQUENTIAL.md
 
 clean:
 	rm -rf $(VENV) runs

@@ -11,8 +11,11 @@ bench/SEQUENTIAL.md.
    figures (50 tasks, success 0.46, intra-task correlation 0.405, task × arm sd 0.03, 5 % of
    episodes errored), each ``--max-trials``, against the fixed design of the same power (the
    fewest trials whose simulated power is at least the sequence's).
+3. The tuning: the sequence tuned for 1, 2 (the default) or 4 margins — type-I error and mean
+   trials at +0.05 and +0.07 (``--max-trials`` 60).
 
-Seeded; about two minutes on one core.
+Seeded; about a minute and a half on one core. ``--write bench/SEQUENTIAL.md`` replaces the
+tables there (the text above them is kept).
 """
 
 from __future__ import annotations
@@ -84,9 +87,31 @@ def power_rows(effect: float, experiments: int, seed: int, limits=(20, 40, 60)) 
     return rows
 
 
-def main() -> int:
+HEAD = "## Type-I error, a look after every wave"
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import contextlib
+    import io
+    from pathlib import Path
+
+    p = argparse.ArgumentParser(prog="python -m bench.sequential_calibration")
+    p.add_argument("--write", type=Path, metavar="FILE", help="replace the tables in FILE (text above them kept)")
+    args = p.parse_args(argv)
+    if args.write is None:
+        return tables()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        tables()
+    kept = args.write.read_text(encoding="utf-8").split(HEAD)[0] if args.write.exists() else ""
+    args.write.write_text(kept + out.getvalue(), encoding="utf-8")
+    return 0
+
+
+def tables() -> int:
     started = time.time()
-    print("## Type-I error, a look after every wave\n")
+    print(HEAD + "\n")
     print(f"Margin ±{MARGIN:g}, α 0.05, {WAVES} waves, no effect; designs drawn per experiment "
           "(success 0.05–0.95, ICC 0.2–0.6, task × arm sd 0–0.15, 2–15 % of episodes errored).\n")
     print("| tasks | experiments | effect claimed (type-I) | 95 % upper bound | no effect of interest "
@@ -111,6 +136,22 @@ def main() -> int:
             ratio = f"{r['ratio']:.0%}" if r["ratio"] is not None else "–"
             print(f"| +{effect:g} | {r['max_trials']} | {r['power']:.1%} | {r['mean_trials']:.1f} | "
                   f"{r['p90_trials']:.0f} | {r['no_effect']:.1%} | {fixed} | {ratio} |", flush=True)
+    print("\n## Tuning: the effect the mixture is tuned for\n")
+    print("| tuned for | type-I (3,000, 50 tasks) | mean trials at +0.05 | power | mean trials at +0.07 | power |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    from runtime.stats import sequential
+
+    default = sequential.TUNED_AT
+    try:
+        for tuned in (1.0, 2.0, 4.0):
+            sequential.TUNED_AT = tuned
+            r = type_one(50, 3_000, 21)
+            at = {e: power_rows(e, 2_000, 22, limits=(60,))[0] for e in (0.05, 0.07)}
+            print(f"| {tuned:g} × margin | {r['type_one']:.2%} | {at[0.05]['mean_trials']:.1f} | "
+                  f"{at[0.05]['power']:.1%} | {at[0.07]['mean_trials']:.1f} | {at[0.07]['power']:.1%} |",
+                  flush=True)
+    finally:
+        sequential.TUNED_AT = default
     print(f"\n(seeded; {time.time() - started:.0f} s)")
     return 0
 
