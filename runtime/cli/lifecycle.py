@@ -203,10 +203,11 @@ def summary_of(run: Run) -> tuple[dict, list[EpisodeRecord]]:
         result.update(env=config.env, domain=spec.domain)
     if run.embedded:
         result["note"] = EMBEDDED_NOTE
-    if run.config.until_decided:
-        from runtime.cli.waves import decision_of
+    if run.config.until_decided and records:  # the sequence's state is the records: recomputed
+        from runtime.reports.decision import decision_entry
 
-        result["decision"] = decision_of(run, records)
+        result["decision"] = decision_entry(summary.frame(records), margin=config.margin,
+                                            max_trials=config.max_trials, tasks=len(spec.task_ids))
     return result, records
 
 
@@ -231,7 +232,7 @@ def write_summary(run: Run, console: Console) -> list[EpisodeRecord]:
     if run.embedded:
         console.print(f"[yellow]{EMBEDDED_NOTE}[/]")
     if result.get("decision"):
-        from runtime.cli.waves import print_decision
+        from runtime.reports.decision import print_decision
 
         print_decision(result["decision"], console)
     errors = [r for r in records if r.status == "error"]

@@ -61,17 +61,6 @@ def run_until_decided(run: "Run", console: "Console") -> None:
             console.print(escape(f"  after wave {wave}: {line}"), soft_wrap=True)
 
 
-def print_decision(entry: dict[str, Any], console: "Console") -> None:
-    """The decision as the run's summary prints it."""
-    from runtime.reports.decision import lines
-
-    head = (f"decision after {entry['waves']} wave(s) (margin ±{entry['margin']:g}, anytime-valid, "
-            f"α {entry['alpha']:g}): {entry['stopped']}")
-    console.print(escape(head), soft_wrap=True)
-    for line in lines(entry):
-        console.print(escape(f"  {line}"), soft_wrap=True)
-
-
 PLANNING = {"tau2": (0.46, 0.405, "τ-bench airline's published figures (success 0.46, intra-task correlation 0.405)")}
 """Binary-reward figures the dry run simulates with (``runtime.stats.published``'s tau-airline);
 other environments: success 0.5, intra-task correlation 0.2 (the calibration grid's low end)."""

@@ -151,6 +151,17 @@ def markdown_section(entry: dict[str, Any] | None, fixed: dict[tuple[str, str], 
     return "\n".join(md) + "\n"
 
 
+def print_decision(entry: dict[str, Any], console) -> None:
+    """The decision as the run's summary prints it (``console``: rich's)."""
+    from rich.markup import escape
+
+    head = (f"decision after {entry['waves']} wave(s) (margin ±{entry['margin']:g}, anytime-valid, "
+            f"α {entry['alpha']:g}): {entry['stopped']}")
+    console.print(escape(head), soft_wrap=True)
+    for line in lines(entry):
+        console.print(escape(f"  {line}"), soft_wrap=True)
+
+
 def run_settings(folder) -> dict[str, Any]:
     """The last invocation's ``until_decided``, ``margin`` and ``max_trials`` from ``run.json``."""
     import json
