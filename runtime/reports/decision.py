@@ -106,7 +106,9 @@ def decision_entry(df: pd.DataFrame, *, margin: float, max_trials: int, tasks: i
     return {**found, "max_trials": max_trials, "stopped": stopped}
 
 
-def _signed(x: float) -> str:
+def _signed(x: float | None) -> str:
+    if x is None or np.isnan(x):
+        return "–"
     return f"{x:+.3f}" if np.isfinite(x) else ("+∞" if x > 0 else "−∞")
 
 

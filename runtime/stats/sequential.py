@@ -36,6 +36,7 @@ experiments go through the code a run uses.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,7 +110,8 @@ def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) ->
     means, _ = task_means(differences)  # (..., tasks, waves)
     n = np.sum(~np.isnan(means), axis=-2)
     waves = np.arange(1, means.shape[-1] + 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a wave with no complete pair: NaN, said so
         estimate = np.nanmean(means, axis=-2) if means.size else np.full(n.shape, np.nan)
         spread = np.nansum((means - np.expand_dims(estimate, -2)) ** 2, axis=-2) / np.maximum(n - 1, 1)
     spread = np.maximum(spread, floor_variance(n, waves))
@@ -157,8 +159,12 @@ class Decision:
     alpha: float
 
     def as_dict(self) -> dict:
+        def number(x: float) -> float | None:  # JSON has no NaN: no estimate yet is None
+            return float(x) if math.isfinite(x) else None
+
         return {"decision": self.decision, "wave": self.wave, "waves": self.waves,
-                "delta": self.estimate, "low": self.low, "high": self.high, "tasks": self.tasks,
+                "delta": number(self.estimate), "low": number(self.low), "high": number(self.high),
+                "tasks": self.tasks,
                 "margin": self.margin, "alpha": self.alpha,
                 "method": "normal-mixture confidence sequence in information time (Howard et al. "
                           "2021), tasks the cluster, read after every wave"}
