@@ -88,6 +88,68 @@ def test_decision_from_records_counts_complete_waves_and_pairs():
     assert d.shape == (3, 2) and np.isnan(d[0, 1]) and np.nansum(d) == 5
 
 
+# ----- the wave loop, on records made up by a fake executor (fast) -----
+
+def _loop(monkeypatch, records: list, effect: float, max_trials: int = 10, tasks: int = 12):
+    """Run ``runtime.cli.waves.run_until_decided`` with a fake executor that records, per wave,
+    every task in both arms (outcomes drawn from (task, trial, mode), so reruns agree)."""
+    import random
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from runtime.cli import lifecycle, waves
+    from runtime.folder.records import EpisodeKey, EpisodeRecord
+
+    ran = []
+
+    @dataclass
+    class FakeRun:
+        config: object
+        spec: object
+
+    class Spec(SimpleNamespace):
+        def model_copy(self, update):
+            return Spec(**{**vars(self), **update})
+
+    def run_wave(run, console):
+        ran.append(run.spec.trials)
+        done = {r.record_id for r in records}
+        for t in range(tasks):
+            for k in range(run.spec.trials):
+                for mode in ("plan-first", "refine"):
+                    key = EpisodeKey(env="tau2", domain="d", task_id=str(t), mode=mode, model="m", trial=k,
+                                     strategy="anti-leak" if mode == "refine" else "")
+                    if key.id() in done:
+                        continue
+                    p = 0.3 + (effect if mode == "refine" else 0.0)
+                    ok = random.Random(f"{t}:{k}:{mode}").random() < p
+                    records.append(EpisodeRecord(run_id="r", key=key, record_id=key.id(), status="ok",
+                                                 seed=k, score=float(ok), started_at="2026-01-01T00:00:00",
+                                                 finished_at="2026-01-01T00:00:01"))
+
+    monkeypatch.setattr(lifecycle, "run_with_progress", run_wave)
+    monkeypatch.setattr(lifecycle, "finished_records", lambda run: list(records))
+    run = FakeRun(SimpleNamespace(max_trials=max_trials, margin=0.03), Spec(task_ids=[str(t) for t in range(tasks)], trials=max_trials))
+    waves.run_until_decided(run, SimpleNamespace(print=lambda *a, **k: None))
+    return ran, waves.decision_of(run, records)
+
+
+def test_the_wave_loop_stops_when_decided_and_resumes_from_the_records(monkeypatch):
+    records: list = []
+    ran, entry = _loop(monkeypatch, records, effect=0.6)
+    assert entry["decided"] and entry["comparisons"][0]["decision"] == "effect"
+    assert ran == list(range(1, entry["wave"] + 1)) and entry["wave"] < 10  # one wave at a time, none after
+    # killed in its last wave: three records lost; the loop runs that wave again, and only it
+    partial = records[:-3]
+    again, resumed = _loop(monkeypatch, partial, effect=0.6)
+    assert again == [entry["wave"]] and resumed == entry
+    # decided: nothing more runs
+    assert _loop(monkeypatch, partial, effect=0.6)[0] == []
+    # no effect: runs to --max-trials undecided (12 tasks cannot resolve ±0.03 in 4 waves)
+    ran, entry = _loop(monkeypatch, [], effect=0.0, max_trials=4)
+    assert ran == [1, 2, 3, 4] and entry["stopped"] == "max-trials" and not entry["decided"]
+
+
 # ----- end to end on the stochastic scripted model -----
 
 def _register(name: str, effect: float):
