@@ -123,12 +123,13 @@ def lines(entry: dict[str, Any]) -> list[str]:
     return out
 
 
-def markdown_section(entry: dict[str, Any] | None, fixed: dict[tuple[str, str], Any], *,
+def markdown_section(groups: list[tuple[str, dict[str, Any], dict[tuple[str, str], Any]]], *,
                      until_decided: bool, looks: list[int]) -> str:
     """The report's section: the anytime-valid interval beside the fixed-size one, and which one
-    a decision may rest on. ``fixed``: (treatment, control) → the fixed-size ``PairedDelta``;
-    ``looks``: the trial counts the folder was reported at before."""
-    if entry is None:
+    a decision may rest on. ``groups``: (environment · tested model, ``evaluate``'s entry,
+    (treatment, control) → the fixed-size ``PairedDelta``); ``looks``: the trial counts the
+    folder was reported at before."""
+    if not groups:
         return ""
     why = ("this folder was run with --until-decided: it was read after every wave" if until_decided
            else f"this folder was reported before at {', '.join(str(k) for k in looks)} trial(s) and grew since")
@@ -137,19 +138,22 @@ def markdown_section(entry: dict[str, Any] | None, fixed: dict[tuple[str, str], 
             "only for a size chosen before any result was seen, and is shown for comparison")
     md = ["", "## Decision (anytime-valid)", "",
           f"{why}. A decision may rest only on {rest}.", "",
-          "| comparison | decision | waves | Δ | anytime-valid interval | fixed-size 95% CI |",
-          "|---|---|---|---|---|---|"]
-    for r in entry["comparisons"]:
-        d = fixed.get((r["treatment"], r["control"]))
-        ci = f"[{_signed(d.low)}, {_signed(d.high)}]" if d is not None else "–"
-        wave = f"decided at {r['wave']} of {r['waves']}" if r["wave"] else f"{r['waves']}"
-        md.append(f"| {r['treatment']} − {r['control']} | {r['decision']} | {wave} | {_signed(r['delta'])} | "
-                  f"[{_signed(r['low'])}, {_signed(r['high'])}] ({1 - r['alpha']:.1%}) | {ci} |")
+          "| env · tested model | comparison | decision | waves | Δ | anytime-valid interval | fixed-size 95% CI |",
+          "|---|---|---|---|---|---|---|"]
+    for label, entry, fixed in groups:
+        for r in entry["comparisons"]:
+            d = fixed.get((r["treatment"], r["control"]))
+            ci = f"[{_signed(d.low)}, {_signed(d.high)}]" if d is not None else "–"
+            wave = f"decided at {r['wave']} of {r['waves']}" if r["wave"] else f"{r['waves']}"
+            md.append(f"| {label} | {r['treatment']} − {r['control']} | {r['decision']} | {wave} | "
+                      f"{_signed(r['delta'])} | [{_signed(r['low'])}, {_signed(r['high'])}] "
+                      f"({1 - r['alpha']:.1%}) | {ci} |")
+    entry = groups[0][1]
     md += ["", f"Margin ±{entry['margin']:g}: *no effect of interest* means the interval lies "
            "inside it; *effect* means it excludes 0; *undecided*, neither yet. Normal-mixture "
            "confidence sequence in information time, tasks the cluster (runtime/stats/sequential.py; "
-           "calibration in bench/SEQUENTIAL.md)" + (f"; α split between {len(entry['comparisons'])} "
-                                                   "comparisons (Bonferroni)" if entry.get("correction") else "") + "."]
+           "calibration in bench/SEQUENTIAL.md); with two comparisons α is split between them "
+           "(Bonferroni)."]
     return "\n".join(md) + "\n"
 
 
@@ -193,10 +197,15 @@ def report_section(folder, df: pd.DataFrame) -> str:
     until = bool(settings.get("until_decided"))
     section = ""
     if until or earlier:
-        entry = evaluate(df, margin=settings.get("margin") or DEFAULT_MARGIN)
-        fixed = {}
-        for treatment, control in [(r["treatment"], r["control"]) for r in (entry or {}).get("comparisons", [])]:
-            fixed[(treatment, control)] = task_delta(df[df["arm"] == treatment], df[df["arm"] == control])
-        section = markdown_section(entry, fixed, until_decided=until, looks=earlier)
+        groups = []
+        for (env, model), part in df.groupby(["env", "model"], sort=True):  # never pair across models
+            entry = evaluate(part, margin=settings.get("margin") or DEFAULT_MARGIN)
+            if entry is None:
+                continue
+            fixed = {(r["treatment"], r["control"]): task_delta(part[part["arm"] == r["treatment"]],
+                                                                part[part["arm"] == r["control"]])
+                     for r in entry["comparisons"]}
+            groups.append((f"{env} · {model}", entry, fixed))
+        section = markdown_section(groups, until_decided=until, looks=earlier)
     looks.note(folder, trials, int(len(df)))
     return section
