@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from runtime.folder.records import EpisodeRecord
 
 
-def decision_of(run: "Run", records: list["EpisodeRecord"]) -> dict[str, Any] | None:
+def decision_of(run: Run, records: list[EpisodeRecord]) -> dict[str, Any] | None:
     """``summary.json``'s ``decision`` entry for ``run``'s records."""
     from runtime.reports.decision import decision_entry
     from runtime.reports.summary import frame
@@ -35,7 +35,7 @@ def decision_of(run: "Run", records: list["EpisodeRecord"]) -> dict[str, Any] | 
                           tasks=len(run.spec.task_ids))
 
 
-def run_until_decided(run: "Run", console: "Console") -> None:
+def run_until_decided(run: Run, console: Console) -> None:
     """Run ``run``'s waves until its comparisons are decided or ``--max-trials`` is reached."""
     from runtime.cli.lifecycle import finished_records, run_with_progress
 
@@ -77,8 +77,8 @@ def dry_run_lines(env: str, tasks: int, modes: list[str], max_trials: int, margi
     mean, icc, label = PLANNING.get(env, (0.5, 0.2, "success 0.5, intra-task correlation 0.2 (no published variance)"))
     planned = paper[0] / paper[2] if paper else 2 * margin
     per_wave = tasks * len(modes)
-    lines = [f"--until-decided: waves of {per_wave} episodes ({tasks} tasks × {len(modes)} modes), "
-             f"at most {max_trials}; margin ±{margin:g}; simulated with {label}, 400 runs each:"]
+    lines = [(f"--until-decided: waves of {per_wave} episodes ({tasks} tasks × {len(modes)} modes), "
+              f"at most {max_trials}; margin ±{margin:g}; simulated with {label}, 400 runs each:")]
     cases = [(f"planned Δ +{planned:g}" + (" (the paper's lower figure)" if paper else ""), planned)]
     if paper:
         cases.append((f"Δ +{paper[1] / paper[2]:g} (the paper's upper figure)", paper[1] / paper[2]))

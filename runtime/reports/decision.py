@@ -149,11 +149,11 @@ def markdown_section(groups: list[tuple[str, dict[str, Any], dict[tuple[str, str
                       f"{_signed(r['delta'])} | [{_signed(r['low'])}, {_signed(r['high'])}] "
                       f"({1 - r['alpha']:.1%}) | {ci} |")
     entry = groups[0][1]
-    md += ["", f"Margin ±{entry['margin']:g}: *no effect of interest* means the interval lies "
-           "inside it; *effect* means it excludes 0; *undecided*, neither yet. Normal-mixture "
-           "confidence sequence in information time, tasks the cluster (runtime/stats/sequential.py; "
-           "calibration in bench/SEQUENTIAL.md); with two comparisons α is split between them "
-           "(Bonferroni)."]
+    md += ["", (f"Margin ±{entry['margin']:g}: *no effect of interest* means the interval lies "
+                "inside it; *effect* means it excludes 0; *undecided*, neither yet. Normal-mixture "
+                "confidence sequence in information time, tasks the cluster (runtime/stats/sequential.py; "
+                "calibration in bench/SEQUENTIAL.md); with two comparisons α is split between them "
+                "(Bonferroni).")]
     return "\n".join(md) + "\n"
 
 
@@ -207,5 +207,5 @@ def report_section(folder, df: pd.DataFrame) -> str:
                      for r in entry["comparisons"]}
             groups.append((f"{env} · {model}", entry, fixed))
         section = markdown_section(groups, until_decided=until, looks=earlier)
-    looks.note(folder, trials, int(len(df)))
+    looks.note(folder, trials, len(df))
     return section
