@@ -34,10 +34,11 @@ def earlier_sizes(folder: Path, trials: int) -> list[int]:
 
 def note(folder: Path, trials: int, episodes: int) -> None:
     """Add a look at ``trials`` trials per task (``episodes`` records); a look at the same size
-    as the last one is not repeated. A ``run.json`` that cannot be read is left alone."""
+    as the last one is not repeated. A ``run.json`` that is absent (a folder no run opened: its
+    settings unknown, which the next run must still see) or cannot be read is left alone."""
     path = Path(folder) / RUN_INFO
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"invocations": []}
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
     if not isinstance(data, dict):
