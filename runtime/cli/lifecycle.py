@@ -147,7 +147,7 @@ def run_with_progress(run: Run, console: Console) -> None:
         console.print(f"note: {escape(legacy)}", highlight=False)
     if (lost := lost_attempts.skipped_note(store.root)) and lost not in _said:
         _said.add(lost)  # once, though table3 opens several runs on one folder
-        console.print(f"[yellow]warning: {escape(lost)}[/]", highlight=False)
+        console.print(f"[yellow]warning: {escape(lost)}[/]", highlight=False, soft_wrap=True)
     console.print(f"run {escape(run.spec.run_id)}: {len(keys)} episodes ({len(keys) - len(todo)} "
                   f"already done) → {escape(str(store.root))}")
     limit = run.config.max_cost
