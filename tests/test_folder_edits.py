@@ -145,7 +145,7 @@ def test_fused_records_and_a_string_score_are_named_with_why(folder):
     done = _report(folder)
     assert done.returncode == 2
     (line,) = _ours(done.stderr)
-    assert "no records in" in line and "line 1 (more than one JSON value on the line" in line, line
+    assert "no records in" in line and "(line 1: more than one JSON value on the line" in line, line
 
     lines = [json.loads(x) for x in raw]
     lines[2]["score"] = "1.0"  # resealed, as a tool that recomputes the digest would
@@ -153,7 +153,7 @@ def test_fused_records_and_a_string_score_are_named_with_why(folder):
     done = _report(folder)
     assert done.returncode == 0, done.stderr
     (line,) = _ours(done.stderr)
-    assert 'line 3 (score: input should be a valid number ("1.0"))' in line, line
+    assert '(line 3: score: input should be a valid number ("1.0"))' in line, line
     assert "| 2 × 1 |" in _row(folder)
 
 

@@ -190,7 +190,7 @@ class RunStore:
         failing their digest, or without one where it is needed), with why, or None."""
         notes = []
         if self.torn_lines:
-            listed = _shown([f"{n} ({self.why[n]})" if n in self.why else str(n) for n in self.skipped])
+            listed = _shown([f"{n}: {self.why[n]}" if n in self.why else str(n) for n in self.skipped])
             notes.append(f"{self.torn_lines} unreadable line(s) in {self.records_path} skipped "
                          f"(line{'s' if len(self.skipped) > 1 else ''} {listed})")
         if self.altered:
