@@ -6,8 +6,10 @@ episode runs again.
 
 The digest is over the canonical JSON of the record without its ``digest`` field (keys sorted,
 no spaces, UTF-8). It detects accidents and edits; it is no signature: anyone with this code
-can compute the digest of a forged record. Lines written before digests existed carry none and
-are read as they are.
+can compute the digest of a forged record. A line without a digest counts only where it was
+written before digests existed (``runtime.folder.store``: run.json's ``sealed_from_line``):
+elsewhere an edit that also deleted the digest, or a record copied in by hand, is left out the
+same way.
 """
 
 from __future__ import annotations
