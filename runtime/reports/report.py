@@ -84,8 +84,8 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
     for arm in ARMS:
         values = per_task.get(arm)
         row[f"{arm}_mean"] = float(values.mean()) if values is not None and len(values) else None
-        if values is not None and len(values) > 1:  # the plot's interval: t over tasks
-            spread = mean_interval(values.to_numpy(dtype=float))
+        if values is not None and values.notna().sum() > 1:  # the plot's interval: t over tasks
+            spread = mean_interval(values.dropna().to_numpy(dtype=float))
             row[f"{arm}_low"], row[f"{arm}_high"] = float(spread.low), float(spread.high)
         arm_part = part[part["mode"] == arm]
         row[f"{arm}_tokens"] = int(arm_part["tokens"].sum())
