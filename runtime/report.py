@@ -50,7 +50,11 @@ def regrade(args: argparse.Namespace) -> int:
     if args.regrade_out is not None and (problem := unwritable(args.regrade_out)):
         print(f"error: --regrade-out {args.regrade_out}: {problem}", file=sys.stderr)
         return 2
-    store = RunStore(args.run)
+    try:
+        store = RunStore(args.run)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     envs = sorted({r.key.env for r in store.records()})
     if envs != ["tau2"]:
         print(f"error: --regrade tau3 re-scores a τ² run; {args.run} holds {', '.join(envs)} records",
@@ -63,9 +67,15 @@ def regrade(args: argparse.Namespace) -> int:
         return 2
     print(rg.markdown(args.run, records, regraded), end="")
     if args.regrade_out is not None:
-        args.regrade_out.write_text(json.dumps({"flips": rg.flips(records, regraded),
-                                                "deltas": rg.deltas(records, regraded),
-                                                "records": regraded}, indent=1), encoding="utf-8")
+        from runtime.folder.store import write_text_atomic
+
+        try:
+            write_text_atomic(args.regrade_out, json.dumps({
+                "flips": rg.flips(records, regraded), "deltas": rg.deltas(records, regraded),
+                "records": regraded}, indent=1))
+        except WriteFailed as exc:
+            print(f"error: {exc} (nothing partial was left)", file=sys.stderr)
+            return WRITE_FAILED
     return 0
 
 
@@ -94,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         paths = build(args.run, title=args.title, store=store)
         if note := store.skipped_note():
             print(f"warning: {note}; the report leaves them out", file=sys.stderr)
+        if legacy := store.legacy_note():
+            print(f"note: {legacy}", file=sys.stderr)
         if args.apb_out is not None:
             rows = apb_export.apb_records(store.records(), apb_export.judge_model(args.run),
                                           folder=args.run)

@@ -50,7 +50,7 @@ VALIDATE_CASES = [
     ("out-under-proc", lambda t: ["--out", "/proc/evr-run"], ["--out /proc/evr-run", "writable folder"]),
     ("out-parent-is-a-file", lambda t: ["--out", str(t / "file.txt" / "run")], ["--out", "writable folder"]),
     ("cache-dir-is-a-file", lambda t: ["--cache-dir", str(t / "file.txt")], ["--cache-dir", "file.txt"]),
-    ("records-is-a-directory", _records_dir, ["records.jsonl", "not a file"]),
+    ("records-is-a-directory", _records_dir, ["records.jsonl", "is a directory"]),
     ("config-not-utf8", lambda t: _config(t, b"env: tau2\nmodel: \xff\xfe\n"), ["c.yaml", "not UTF-8"]),
     ("config-non-string-key", lambda t: _config(t, b"env: tau2\n1: airline\n"), ["key 1", "option name"]),
     ("planner-raises-on-import", _boom_planner, ["boom_planner", "planner module exploded"]),

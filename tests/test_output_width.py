@@ -32,7 +32,9 @@ def check_fits(table: FitTable, width: int) -> str:
     figures = [cell for row in table.rows for cell in row[table.labels:] if cell]
     missing = [f for f in figures if f not in cells]
     assert not missing, f"cut or wrapped: {missing}\n{text}"
-    labels = "".join(row[0] for row in rows)
+    labels = "".join(row[0] for row in rows)  # folded down the first column, or (a turned
+    labels += "".join(c for line in text.splitlines() if line.startswith("┃")  # table) across
+                      for c in re.split(r"┃", line)[1:-1])  # its header
     for row in table.rows:
         assert row[0].replace(" ", "") in labels.replace(" ", ""), (row[0], text)
     return text
@@ -70,6 +72,36 @@ def test_summary_at_80_abbreviates_with_a_legend_and_at_120_keeps_headers():
     assert "legend:" in narrow and "infra = infra errors" in " ".join(narrow.split())
     assert "legend:" not in render(FitTable("t", [Col("a", "b")], [["1"]]), 80)
     assert "mean" in wide and "1234.5678" in wide
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_three_arm_summary_is_one_table_at_80_and_120(width):
+    """The default run's summary (three arms) is never split into a "(continued)" block: at 80
+    columns it is turned, arms across and every figure named in full."""
+    from runtime.reports.summary import summary_table
+
+    summary = _summary()
+    summary["by_arm"] = {a: summary["by_arm"][a] for a in ("direct", "plan-first", "refine")}
+    text = check_fits(summary_table(summary, "tau2/airline — openai/gpt-4o-2024-11-20"), width)
+    assert text.count("┏") == 1 and "(continued)" not in text and "legend:" not in text
+    assert "1234.5678" in text and ("judge CR p0 → p1" in text or width > 80)
+
+
+def test_the_first_plots_on_an_all_zero_run():
+    """Scores at 0 sit on a 0–1 axis with their intervals (not an empty chart around 0); Δ is
+    drawn over its detectable band."""
+    from runtime.reports import plots
+
+    row = {"env": "tau2", "model": "m", "strategy": "anti-leak", "delta": 0.0, "delta_low": -0.1,
+           "delta_high": 0.1, "delta_mde": 0.15}
+    for arm in ("direct", "plan-first", "refine"):
+        row.update({f"{arm}_mean": 0.0, f"{arm}_low": 0.0, f"{arm}_high": 0.0})
+    ax = plots.modes_figure([row]).axes[0]
+    assert ax.get_ylim() == (0.0, 1.0) and len(ax.containers) == 3
+    assert [t.get_text() for t in ax.texts] == ["0.00"] * 3
+    band = plots.delta_figure([row]).axes[0]
+    assert [p.get_width() for p in band.patches if p.get_label().startswith("detectable")] == [0.3]
+    assert band.get_xlim()[1] >= 0.15
 
 
 def test_a_table_too_wide_for_abbreviations_is_stacked_with_its_labels():
@@ -138,3 +170,50 @@ def test_error_line_keeps_bracketed_text(tmp_path):
     cli.write_summary(run, console)
     text = console.file.getvalue()
     assert "task [service_issue]airplane_mode_on failed [bold]" in text
+
+
+@pytest.mark.slow
+def test_a_real_run_at_80_and_120_columns_and_its_first_plots(tmp_path):
+    """A real all-zero run (the scripted executor leaves out its last write: every score 0, as
+    the embedded model's) printed at 80 and at 120 columns: the summary is one table, nothing
+    cut; its plot shows the scores on the 0–1 axis with their intervals, and Δ over its
+    detectable band."""
+    import os
+    import subprocess
+    import sys
+
+    import matplotlib.image
+
+    from runtime.folder.store import RunStore
+    from runtime.reports import plots
+    from runtime.reports.report import rows
+    from runtime.reports.summary import frame
+
+    out = tmp_path / "run"
+    shown = {}
+    for width in (80, 120):  # the second is a resume: the same summary, nothing run again
+        done = subprocess.run(
+            [sys.executable, "-m", "testkit.run_scripted", "--sabotage", "--", "--env", "tau2",
+             "--domain", "airline", "--mode", "all", "--task-ids", "2,7", "--model", "scripted/roles",
+             "--out", str(out), "--no-cache", "--concurrency", "2"],
+            capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": str(width)})
+        assert done.returncode == 0, done.stderr
+        shown[width] = done.stdout
+    for width, text in shown.items():
+        table = [line for line in text.splitlines() if line[:1] in "┏┃│┡└"]
+        assert table and max(len(line) for line in table) <= width, text
+        assert "(continued)" not in text and "…" not in text, text
+        flat = " ".join(text.split())
+        for figure in ("direct", "plan-first", "refine", "0.000", "0.00 → 1.00"):
+            assert figure in flat, (figure, text)
+    assert "mean score" in shown[80] and "legend:" not in shown[80]  # full names, no legend
+
+    for name in ("modes.png", "delta.png"):
+        assert matplotlib.image.imread(out / name).shape[0] > 100
+    table = rows(frame(RunStore(out).records()), {})
+    assert {r["refine_mean"] for r in table} == {0.0}
+    fig = plots.modes_figure(table)
+    assert fig.axes[0].get_ylim() == (0.0, 1.0)  # not an empty chart around 0
+    assert len(fig.axes[0].containers) == 3  # one point with its interval per arm
+    band = plots.delta_figure([r for r in table if r.get("delta") is not None])
+    assert any(p.get_label().startswith("detectable") for p in band.axes[0].patches)

@@ -232,3 +232,57 @@ def test_a_signal_during_the_report_is_one_line_and_leaves_every_file_whole(
     assert len(err) == 1 and err[0].startswith(f"{word}: the report was not finished"), err
     assert (out / "report.md").read_text().endswith("\n")
     _no_tmp(out)
+
+
+@pytest.mark.parametrize("free_kib,file", [(16, "modes.png"), (40, "explorer/tasks/")])
+def test_a_full_disk_during_the_report_is_one_line_and_exit_5(tmp_path, tmpfs, free_kib, file):
+    """Every file the report writes (report.md, .csv, the plots, .html, the explorer) goes
+    through the one atomic write: a full disk at any of them is the same line and exit 5."""
+    import shutil
+
+    made = tmp_path / "made"
+    assert _in_process(made, "--no-cache") == 0
+    disk = tmpfs("2m")
+    out = disk / "run"
+    shutil.copytree(made, out, ignore=shutil.ignore_patterns("writer.lock"))
+    stats = os.statvfs(disk)
+    (disk / "filler").write_bytes(b"\0" * (stats.f_bavail * stats.f_frsize - free_kib * 1024))
+    proc = subprocess.run([sys.executable, "-m", "runtime.report", str(out)], capture_output=True,
+                          text=True, timeout=300)
+    lines = _our_lines(proc.stderr)
+    assert proc.returncode == 5, proc.stderr
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"cannot write {out}/{file}" in lines[0] and "No space left on device" in lines[0], lines[0]
+    _no_tmp(out)
+    (disk / "filler").unlink()
+    again = subprocess.run([sys.executable, "-m", "runtime.report", str(out)], capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert (out / "modes.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_cache_that_fills_under_several_threads_warns_once(tmp_path, monkeypatch, capsys):
+    """Several episodes' answers written at once to a cache that just filled: each write fails,
+    and the warning is said once (a check-then-set race used to say it per thread)."""
+    import sqlite3
+    import threading
+
+    from runtime.llm.guarded_cache import GuardedCache
+
+    cache = GuardedCache(tmp_path / "responses.sqlite")
+    together = threading.Barrier(4)
+
+    def full(self, key, reply):
+        together.wait(10)  # all four writes are under way before the first fails
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(ResponseCache, "put", full)
+    threads = [threading.Thread(target=cache.put, args=(f"k{i}", {"x": i})) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    warned = [x for x in capsys.readouterr().err.splitlines() if "cannot be written" in x]
+    assert len(warned) == 1 and "database or disk is full" in warned[0], warned
+    cache.put("later", {"x": 0})  # caching is off: no further attempt, no further warning
+    assert "cannot be written" not in capsys.readouterr().err

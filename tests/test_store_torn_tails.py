@@ -116,13 +116,15 @@ def test_a_tail_cut_inside_a_multibyte_character_is_named_by_file_and_line(tmp_p
     store = RunStore(tmp_path)
     assert len(store.records()) == 3
     assert store.skipped == [4]
-    assert store.skipped_note() == f"1 unreadable line(s) in {tmp_path / RECORDS} skipped (line 4)"
+    byte = len(cut) - 1  # the byte where the character is cut
+    assert store.skipped_note() == (f"1 unreadable line(s) in {tmp_path / RECORDS} skipped "
+                                    f"(line 4: not UTF-8 text at byte {byte})")
 
     # The report reads it too, says what it skipped, and writes its files.
     assert report_cli.main([str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert f"warning: 1 unreadable line(s) in {tmp_path / RECORDS} skipped (line 4)" in err
-    assert "skipped (line 4)" in (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert f"warning: 1 unreadable line(s) in {tmp_path / RECORDS} skipped (line 4: not UTF-8" in err
+    assert "skipped (line 4: not UTF-8" in (tmp_path / "report.md").read_text(encoding="utf-8")
 
 
 def test_resume_of_a_folder_with_a_tail_torn_inside_a_character_warns_and_goes_on(
@@ -141,5 +143,5 @@ def test_resume_of_a_folder_with_a_tail_torn_inside_a_character_warns_and_goes_o
     capsys.readouterr()
     assert validate.main(argv) == 0
     said = " ".join(capsys.readouterr().out.split())
-    assert f"warning: 1 unreadable line(s) in {out / RECORDS} skipped (line 2)" in said
+    assert f"warning: 1 unreadable line(s) in {out / RECORDS} skipped (line 2: not UTF-8" in said
     assert "1 episodes (1 already done)" in said

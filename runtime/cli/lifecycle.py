@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the parts that run episodes are imported when a run starts,
     from runtime.folder.records import EpisodeRecord
 
 TOO_MANY_ERRORS = 3
+_said: set[str] = set()
+"""Folder warnings already printed by this process."""
 
 EMBEDDED_NOTE = (
     "The embedded 135M model exists to prove the pipeline offline; expect near-zero rewards. "
@@ -144,6 +146,11 @@ def run_with_progress(run: Run, console: Console) -> None:
     if note := store.skipped_note():
         console.print(f"[yellow]warning: {escape(note)}; their episodes run again[/]",
                       highlight=False)
+    if legacy := store.legacy_note():
+        console.print(f"note: {escape(legacy)}", highlight=False)
+    if (lost := lost_attempts.skipped_note(store.root)) and lost not in _said:
+        _said.add(lost)  # once, though table3 opens several runs on one folder
+        console.print(f"[yellow]warning: {escape(lost)}[/]", highlight=False, soft_wrap=True)
     console.print(f"run {escape(run.spec.run_id)}: {len(keys)} episodes ({len(keys) - len(todo)} "
                   f"already done) → {escape(str(store.root))}")
     limit = run.config.max_cost

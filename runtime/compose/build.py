@@ -216,7 +216,9 @@ def open_folder(path: Path, option: str, make: Callable[[Path], object]):
 
     try:
         return make(path)
-    except (OSError, StoreError, sqlite3.Error) as exc:
+    except StoreError as exc:  # says which file and what to do
+        raise UsageError(f"{option} {path}: {exc}") from exc
+    except (OSError, sqlite3.Error) as exc:
         why = getattr(exc, "strerror", None) or str(exc)
         raise UsageError(f"{option} {path}: cannot use it as a folder ({why}); give a writable "
                          "folder path") from exc

@@ -308,7 +308,7 @@ class RunConfig(RunSettings):
                 raise UsageError("give either --tasks or --task-ids, not both")
             if not self.task_ids:
                 raise UsageError("--task-ids is empty; give comma-separated task ids")
-            return None, self.task_ids
+            return None, once("--task-ids", self.task_ids)
         if self.tasks is None:
             return None, None
         text = self.tasks.strip()
@@ -319,7 +319,18 @@ class RunConfig(RunSettings):
         ids = [t.strip() for t in text.split(",") if t.strip()]
         if not ids:
             raise UsageError(f"--tasks {self.tasks!r}: give a count or comma-separated task ids")
-        return None, ids
+        return None, once("--tasks", ids)
+
+
+def once(option: str, ids: list[str]) -> list[str]:
+    """``ids`` when each is given once. A task given twice would run the same episode (one
+    record id) again and pay for it again: refused; ``--trials`` runs a task more than once."""
+    repeated = sorted({i for i in ids if ids.count(i) > 1}, key=ids.index)
+    if repeated:
+        said = ", ".join(f"{i} ({ids.count(i)} times)" for i in repeated)
+        raise UsageError(f"{option} {','.join(ids)}: task {said} given more than once; give each "
+                         "task once (--trials N runs each task N times; nothing was run)")
+    return ids
 
 
 def load_yaml(path: Path) -> dict[str, Any]:

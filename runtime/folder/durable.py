@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 
@@ -28,6 +29,26 @@ class WriteFailed(OSError):
 
     def __str__(self) -> str:
         return self.strerror or ""
+
+
+def odd_kind(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file ("a directory", "a FIFO",
+    ...); None when it is a regular file or absent. A run folder's files must be plain files:
+    anything else is refused in one line before it is written to."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a link to nothing" if os.path.islink(path) else None
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    for test, word in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return word
+    return "not a regular file"
 
 
 def append_whole(path: Path, data: bytes) -> None:
@@ -53,12 +74,12 @@ def append_whole(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def replace_whole(path: Path, text: str, tmp: Path) -> None:
-    """Write ``text`` to ``tmp``, fsync it and rename it over ``path``; on failure ``tmp`` is
-    removed and ``path`` is untouched."""
+def replace_whole(path: Path, text: str | bytes, tmp: Path) -> None:
+    """Write ``text`` (UTF-8) or bytes to ``tmp``, fsync it and rename it over ``path``; on
+    failure ``tmp`` is removed and ``path`` is untouched."""
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

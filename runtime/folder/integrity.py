@@ -6,8 +6,10 @@ episode runs again.
 
 The digest is over the canonical JSON of the record without its ``digest`` field (keys sorted,
 no spaces, UTF-8). It detects accidents and edits; it is no signature: anyone with this code
-can compute the digest of a forged record. Lines written before digests existed carry none and
-are read as they are.
+can compute the digest of a forged record. A line without a digest counts only where it was
+written before digests existed (``runtime.folder.store``: run.json's ``sealed_from_line``):
+elsewhere an edit that also deleted the digest, or a record copied in by hand, is left out the
+same way.
 """
 
 from __future__ import annotations
@@ -41,3 +43,23 @@ def problem(data: dict[str, Any]) -> str | None:
     if stored != digest_of(data):
         return "its content does not match its digest"
     return None
+
+
+def unreadable(exc: ValueError) -> str:
+    """Why a line is not JSON, in a few words: two records fused on one line (a write that
+    lost its newline, or an edit) is said as such."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text at byte {exc.start}"
+    if isinstance(exc, json.JSONDecodeError) and exc.msg == "Extra data":
+        return f"more than one JSON value on the line (records fused?) from column {exc.colno}"
+    return "not JSON (torn or damaged)"
+
+
+def invalid(exc) -> str:
+    """Why a parsed line is not a record (a pydantic ``ValidationError``), in a few words:
+    the first field at fault and what it holds."""
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ())) or "the record"
+    value = first.get("input")
+    shown = f" ({json.dumps(value)[:40]})" if isinstance(value, (str, int, float, bool)) else ""
+    return f"{where}: {first.get('msg', 'not a record').lower()}{shown}"

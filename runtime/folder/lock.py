@@ -21,11 +21,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from runtime.folder.durable import odd_kind
+
 LOCK_FILE = "writer.lock"
 
 
 class FolderBusy(RuntimeError):
-    """Another process holds the folder's lock."""
+    """Another process holds the folder's lock (or its lock file cannot be one)."""
 
 
 _held: dict[str, list] = {}
@@ -50,7 +52,16 @@ def acquire(folder: Path, wait: float | None = None) -> None:
         if key in _held:
             _held[key][1] += 1
             return
-        fh = open(Path(folder) / LOCK_FILE, "a+", encoding="utf-8")
+        path = Path(folder) / LOCK_FILE
+        if kind := odd_kind(path):
+            raise FolderBusy(f"{path} is {kind}, where the run keeps its writer lock (a plain "
+                             "file); move it aside (nothing was written)")
+        try:
+            fh = open(path, "a+", encoding="utf-8")
+        except OSError as exc:
+            raise FolderBusy(f"{path}: cannot open the folder's writer lock ({exc.strerror or exc}); "
+                             "fix its permissions or give another --out folder (nothing was "
+                             "written)") from None
         deadline = time.monotonic() + (wait or 0.0)
         while True:
             try:

@@ -34,20 +34,41 @@ def note(root: Path, record_id: str, attempt: Attempt) -> None:
 
 def unrecorded(root: Path, records: list[EpisodeRecord]) -> dict[str, list[Attempt]]:
     """The lost attempts, by episode, that no record in ``records`` holds (lines that are torn
-    or fail their digest are left out)."""
-    path = Path(root) / FILE
-    if not path.exists():
-        return {}
+    or fail their digest are left out: ``skipped_note`` names them)."""
     held = {a.id for r in records for a in r.attempts if a.id}
     pending: dict[str, list[Attempt]] = defaultdict(list)
-    for raw in path.read_bytes().splitlines():
+    for record_id, attempt in _read(Path(root))[0]:
+        if attempt.id not in held and all(a.id != attempt.id for a in pending[record_id]):
+            pending[record_id].append(attempt)
+    return {k: v for k, v in pending.items() if v}
+
+
+def skipped_note(root: Path) -> str | None:
+    """One line naming the lines of ``lost_attempts.jsonl`` that cannot be used (torn, edited,
+    not a lost attempt), or None: their calls are not counted."""
+    skipped = _read(Path(root))[1]
+    if not skipped:
+        return None
+    shown = ", ".join(map(str, skipped[:10])) + (", …" if len(skipped) > 10 else "")
+    return (f"{len(skipped)} line(s) of {Path(root) / FILE} are not a lost attempt this runtime "
+            f"wrote (torn, edited or not JSON) and are left out, their calls uncounted "
+            f"(line{'s' if len(skipped) > 1 else ''} {shown})")
+
+
+def _read(root: Path) -> tuple[list[tuple[str, Attempt]], list[int]]:
+    """(record id, attempt) of each usable line, and the numbers of the others."""
+    path = root / FILE
+    if not path.exists():
+        return [], []
+    good, skipped = [], []
+    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+        if not raw.strip():
+            continue
         try:
             data = json.loads(raw.decode("utf-8"))
             if not isinstance(data, dict) or integrity.FIELD not in data or integrity.problem(data):
-                continue
-            attempt = Attempt.model_validate(data["attempt"])
+                raise ValueError("unsealed or altered")
+            good.append((str(data["record_id"]), Attempt.model_validate(data["attempt"])))
         except (ValueError, KeyError, TypeError):
-            continue
-        if attempt.id not in held and all(a.id != attempt.id for a in pending[data["record_id"]]):
-            pending[data["record_id"]].append(attempt)
-    return {k: v for k, v in pending.items() if v}
+            skipped.append(number)
+    return good, skipped

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat
 
 MODES = ("direct", "plan-first", "refine")
 AA_MODE = "plan-first-aa"
@@ -94,7 +94,9 @@ class EpisodeRecord(BaseModel):
     p1: dict[str, Any] | None = None
     judge_p0: dict[str, Any] | None = Field(default=None, description="APB plan judgement of p0.")
     judge_p1: dict[str, Any] | None = Field(default=None, description="APB plan judgement of p1.")
-    score: float | None = None
+    score: StrictFloat | None = Field(
+        default=None, description="The benchmark's score: a number (a string such as \"1.0\" "
+        "is refused: the line is named and not counted).")
     score_name: str | None = None
     breakdown: dict[str, Any] = Field(default_factory=dict)
     termination: str | None = None

@@ -15,20 +15,29 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from pydantic import ValidationError
+
 from runtime.folder import integrity
 from runtime.folder.integrity import sealed_line
-from runtime.folder.durable import WriteFailed, append_whole, replace_whole
+from runtime.folder.durable import WriteFailed, append_whole, odd_kind, replace_whole
+from runtime.folder.lock import LOCK_FILE
+from runtime.folder.lost_attempts import FILE as LOST_ATTEMPTS
 from runtime.folder.records import EpisodeRecord
 from runtime.folder.scrub import scrub, scrub_data
 
 RECORDS = "records.jsonl"
 SUMMARY = "summary.json"
 RUN_INFO = "run.json"
+SEALED_FROM = "sealed_from_line"
+"""run.json's field: the first line of records.jsonl written by a runtime that seals records
+(``runtime.folder.integrity``); the lines before it were written before digests existed."""
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: a reader
-    (or a run killed mid-write) sees the old file or the new one, never half of one."""
+def write_text_atomic(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes: a plot) to a temporary file beside ``path`` and rename it over
+    ``path``: a reader (or a run killed mid-write) sees the old file or the new one, never half
+    of one. The one way every file of a run folder but ``records.jsonl`` is written: a failure
+    is a ``WriteFailed`` naming the file (one line, exit 5)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -41,7 +50,15 @@ def write_json_atomic(path: Path, data: Any) -> None:
                                        indent=2, sort_keys=True))
 
 
-def _shown(numbers: list[int], most: int = 10) -> str:
+def _run_info_field(root: Path, name: str) -> Any:
+    try:
+        data = json.loads((root / RUN_INFO).read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get(name) if isinstance(data, dict) else None
+
+
+def _shown(numbers: list, most: int = 10) -> str:
     return ", ".join(map(str, numbers[:most])) + (", …" if len(numbers) > most else "")
 
 
@@ -56,19 +73,38 @@ def artifact_relpath(kind: str, key: dict[str, Any]) -> str:
 class RunStore:
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
         self.records_path = self.root / RECORDS
-        if self.records_path.exists() and not self.records_path.is_file():
-            raise StoreError(f"{self.records_path} is not a file")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot use it as a folder ({exc.strerror or exc}); give a "
+                             "writable folder path") from exc
         probe = self.root / f".write-check.{os.getpid()}"
-        probe.touch()
-        probe.unlink()
+        try:
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            raise StoreError(f"{self.root}: the folder cannot be written ({exc.strerror or exc}); "
+                             "a run and its report write their files there: make it writable, or "
+                             "copy it somewhere writable and give the copy") from exc
+        for name in (RECORDS, RUN_INFO, SUMMARY, LOCK_FILE, LOST_ATTEMPTS):
+            if kind := odd_kind(self.root / name):
+                raise StoreError(f"{self.root / name} is {kind}, where the runtime keeps a file "
+                                 "of that name; move it aside (nothing was written)")
         self._append_lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._key_locks_guard = threading.Lock()
         self.torn_lines = 0
         self.skipped: list[int] = []
         """Line numbers (from 1) of the lines the last read could not use."""
+        self.why: dict[int, str] = {}
+        """Why each skipped line could not be used, in a few words."""
+        self.altered: list[int] = []
+        """Line numbers of records that fail their digest (``runtime.folder.integrity``)."""
+        self.unsealed: list[int] = []
+        """Line numbers of records without a digest where the folder's records carry one."""
+        self.legacy = 0
+        """Records read as they are: written before records carried digests."""
         self._tail_checked = False
 
     def _terminate_torn_tail(self) -> str:
@@ -99,40 +135,88 @@ class RunStore:
     def _read(self) -> Iterator[EpisodeRecord]:
         """Read bytes and split lines before decoding: a line torn inside a multi-byte UTF-8
         character (or any bytes that are not UTF-8, or not a record) is one skipped line, noted
-        with its number in ``skipped``, never an error that stops the reader."""
-        self.torn_lines = 0
-        self.skipped: list[int] = []
-        self.altered: list[int] = []
-        """Line numbers of records that fail their digest (``runtime.folder.integrity``)."""
+        with its number and why in ``skipped`` and ``why``, never an error that stops the
+        reader. A line without a digest counts only where it was written before records carried
+        digests (``sealed_from``); else it is noted in ``unsealed``."""
+        self.torn_lines, self.skipped, self.why = 0, [], {}
+        self.altered, self.unsealed, self.legacy = [], [], 0
         if not self.records_path.exists():
             return
+        parsed: list[tuple[int, Any]] = []
         with open(self.records_path, "rb") as fh:
             for number, raw in enumerate(fh, 1):
                 if not raw.strip():
                     continue
                 try:
-                    data = json.loads(raw.decode("utf-8"))
-                    if isinstance(data, dict) and integrity.problem(data):
-                        self.altered.append(number)
-                        continue
-                    yield EpisodeRecord.model_validate(data)
-                except ValueError:  # UnicodeDecodeError and pydantic's ValidationError included
-                    self.torn_lines += 1
-                    self.skipped.append(number)
+                    parsed.append((number, json.loads(raw.decode("utf-8"))))
+                except ValueError as exc:  # UnicodeDecodeError included
+                    self._skip(number, integrity.unreadable(exc))
+        start = self.sealed_from(parsed)
+        for number, data in parsed:
+            if not isinstance(data, dict):
+                self._skip(number, "not a record (a JSON object)")
+                continue
+            if integrity.FIELD not in data:
+                if start is not None and number >= start:
+                    self.unsealed.append(number)
+                    continue
+                self.legacy += 1
+            elif integrity.problem(data):
+                self.altered.append(number)
+                continue
+            try:
+                yield EpisodeRecord.model_validate(data)
+            except ValidationError as exc:
+                self._skip(number, integrity.invalid(exc))
+
+    def _skip(self, number: int, why: str) -> None:
+        self.torn_lines += 1
+        self.skipped.append(number)
+        self.why[number] = why
+
+    def sealed_from(self, parsed: list[tuple[int, Any]]) -> int | None:
+        """The first line of ``records.jsonl`` that must carry a digest: ``run.json`` says
+        where this runtime began writing the folder; where it does not (run.json absent, or
+        written before it said so), every line once any line carries one; None: no line
+        needs one (the folder was written before digests)."""
+        marked = _run_info_field(self.root, SEALED_FROM)
+        if isinstance(marked, int) and not isinstance(marked, bool):
+            return max(marked, 1)
+        sealed = any(isinstance(d, dict) and integrity.FIELD in d for _, d in parsed)
+        return 1 if sealed else None
 
     def skipped_note(self) -> str | None:
-        """One line naming the file and the line numbers the last read skipped (unreadable, or
-        failing their digest), or None."""
+        """One line naming the file and the line numbers the last read skipped (unreadable,
+        failing their digest, or without one where it is needed), with why, or None."""
         notes = []
         if self.torn_lines:
+            listed = _shown([f"{n}: {self.why[n]}" if n in self.why else str(n) for n in self.skipped])
             notes.append(f"{self.torn_lines} unreadable line(s) in {self.records_path} skipped "
-                         f"(line{'s' if len(self.skipped) > 1 else ''} {_shown(self.skipped)})")
-        altered = getattr(self, "altered", [])
-        if altered:
-            notes.append(f"{len(altered)} record(s) in {self.records_path} fail their integrity "
+                         f"(line{'s' if len(self.skipped) > 1 else ''} {listed})")
+        if self.altered:
+            notes.append(f"{len(self.altered)} record(s) in {self.records_path} fail their integrity "
                          f"check, edited or damaged since they were written, and do not count "
-                         f"(line{'s' if len(altered) > 1 else ''} {_shown(altered, 50)})")
+                         f"(line{'s' if len(self.altered) > 1 else ''} {_shown(self.altered, 50)})")
+        if self.unsealed:
+            notes.append(f"{len(self.unsealed)} record(s) in {self.records_path} carry no digest "
+                         "though the folder's records do (edited, or copied in by hand), and do "
+                         f"not count (line{'s' if len(self.unsealed) > 1 else ''} "
+                         f"{_shown(self.unsealed, 50)})")
         return "; ".join(notes) or None
+
+    def legacy_note(self) -> str | None:
+        """One line when the last read took records written before digests, as they are."""
+        if not self.legacy:
+            return None
+        return (f"{self.legacy} record(s) in {self.records_path} were written before records "
+                "carried digests and are read as they are (an edit to them cannot be detected)")
+
+    def line_count(self) -> int:
+        """Lines of ``records.jsonl``, a torn last line included (the next append ends it)."""
+        if not self.records_path.exists():
+            return 0
+        data = self.records_path.read_bytes()
+        return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
 
     # -- shared artifacts (opening request, p0) ------------------------------------------
     def artifact_path(self, kind: str, key: dict[str, Any]) -> Path:
@@ -157,6 +241,10 @@ class RunStore:
     def note_invocation(self, info: dict[str, Any]) -> None:
         path = self.root / RUN_INFO
         data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"invocations": []}
+        if SEALED_FROM not in data:  # where this runtime's digested lines begin
+            records = list(self._read())
+            sealed = bool(self.altered or self.unsealed or any(r.digest for r in records))
+            data[SEALED_FROM] = 1 if sealed else self.line_count() + 1
         data["invocations"].append(info)
         write_json_atomic(path, data)
 

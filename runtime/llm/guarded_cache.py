@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ class GuardedCache(ResponseCache):
         super().__init__(path)
         self.broken: str | None = None
         """Why writing stopped, once it did."""
+        self._broken_lock = threading.Lock()
 
     def put(self, key: str, reply: dict[str, Any]) -> None:
         if self.broken is not None:
@@ -25,6 +27,9 @@ class GuardedCache(ResponseCache):
         try:
             super().put(key, reply)
         except (sqlite3.Error, OSError) as exc:
-            self.broken = str(exc)
+            with self._broken_lock:  # several threads' puts may fail at once: one warning
+                if self.broken is not None:
+                    return
+                self.broken = str(exc)
             print(f"warning: response cache {self.path} cannot be written ({exc}); new answers "
                   "are no longer cached (the run goes on)", file=sys.stderr)

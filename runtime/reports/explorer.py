@@ -189,7 +189,7 @@ def write(folder: Path, records: list[EpisodeRecord], title: str, summary_markdo
     """Write ``<folder>/explorer/index.html`` and one page per task; returns the index's path.
     ``comparisons``: the Δ rows (``deltas``), computed here when not given."""
     out = Path(folder) / FOLDER
-    (out / "tasks").mkdir(parents=True, exist_ok=True)
+    # folders are made by write_text_atomic: a full disk is its WriteFailed, like every file
     rows = task_rows(records)
     wins, losses = flips(rows)
     by_task: dict[tuple[str, str, str], list[EpisodeRecord]] = defaultdict(list)

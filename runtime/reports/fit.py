@@ -3,8 +3,11 @@
 A rich ``Table`` that is too wide for its terminal squeezes every column and ends cells in "…"
 ("refi…", "0.00…"). :class:`FitTable` decides at render time, for the width it is given: every
 column at least as wide as its widest cell; full headers (wrapped at spaces) if that fits, else
-the short headers with a legend below, else the row labels folded onto several lines, else the
-columns stacked evenly into the fewest tables that fit, each repeating the row labels. Every table the CLI prints goes through it.
+the short headers with a legend below, else (a table made ``turnable``: few rows, many columns,
+such as the end-of-run summary) turned, one row per column and one column per row, with the
+full headers, else the row labels folded onto several lines, else the columns stacked evenly
+into the fewest tables that fit, each repeating the row labels. Every table the CLI prints goes
+through it.
 """
 
 from __future__ import annotations
@@ -71,11 +74,25 @@ class FitTable:
     several lines (``fold``). Figures are never wrapped or cut."""
 
     def __init__(self, title: str | None, columns: Sequence[Col], rows: Iterable[Sequence[str]],
-                 labels: int = 1):
+                 labels: int = 1, turnable: bool = False):
         self.title = title
         self.columns = list(columns)
         self.rows = [[str(cell) for cell in row] for row in rows]
         self.labels = labels
+        self.turnable = turnable and labels == 1
+
+    def turned(self) -> "FitTable":
+        """The table with rows and columns swapped: each column a row named by its full header,
+        each row a column headed by its label."""
+        columns = [Col("", left=True)] + [Col(row[0]) for row in self.rows]
+        rows = [[col.header, *(row[i] for row in self.rows)] for i, col in enumerate(self.columns) if i]
+        return FitTable(self.title, columns, rows)
+
+    def _turned_fits(self, width: int) -> "FitTable | None":
+        if not self.turnable:
+            return None
+        turned = self.turned()
+        return turned if turned._need(list(range(len(turned.columns))), False) <= width else None
 
     @property
     def row_count(self) -> int:
@@ -146,6 +163,11 @@ class FitTable:
         return tables, legend
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        every = list(range(len(self.columns)))
+        if not any(self._need(every, short) <= options.max_width for short in (False, True)):
+            if (turned := self._turned_fits(options.max_width)) is not None:
+                yield from turned.tables(options.max_width)[0]
+                return
         tables, legend = self.tables(options.max_width)
         yield from tables
         if legend:

@@ -15,14 +15,9 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -39,6 +34,8 @@ from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings, re_run_line, re_runs  # noqa: E402
 from runtime.reports import decision, explorer, leaks, provenance, task_sets, verdicts  # noqa: E402
 from runtime.reports.deltas import components_fields, components_line  # noqa: E402
+from runtime.reports.plots import plots  # noqa: E402
+from runtime.stats.intervals import mean_interval  # noqa: E402
 from runtime.stats.verdict import verdict  # noqa: E402
 
 ARMS = ("direct", "plan-first", "refine")
@@ -87,6 +84,9 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
     for arm in ARMS:
         values = per_task.get(arm)
         row[f"{arm}_mean"] = float(values.mean()) if values is not None and len(values) else None
+        if values is not None and values.notna().sum() > 1:  # the plot's interval: t over tasks
+            spread = mean_interval(values.dropna().to_numpy(dtype=float))
+            row[f"{arm}_low"], row[f"{arm}_high"] = float(spread.low), float(spread.high)
         arm_part = part[part["mode"] == arm]
         row[f"{arm}_tokens"] = int(arm_part["tokens"].sum())
         row[f"{arm}_cost_usd"] = float(arm_part["cost_usd"].sum())
@@ -269,53 +269,6 @@ def _strategy_label(name: str) -> str:
     return STRATEGIES[name].label if name in STRATEGIES else (name or "–")
 
 
-def save_figure(fig, path: Path) -> None:
-    """A plot written whole or not at all (a temporary file renamed into place)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def plots(table: list[dict[str, Any]], out: Path) -> list[Path]:
-    written = []
-    if not table:
-        return written
-    fig, ax = plt.subplots(figsize=(max(4, 2.2 * len(table)), 3.2))
-    width = 0.25
-    for i, arm in enumerate(ARMS):
-        values = [(r[f"{arm}_mean"] or 0.0) * r.get("scale", 1.0) for r in table]
-        ax.bar(np.arange(len(table)) + (i - 1) * width, values, width, label=arm)
-    ax.set_xticks(np.arange(len(table)), [f"{r['env']}\n{r['model']}" for r in table], fontsize=7)
-    ax.set_ylabel("score")
-    ax.legend(fontsize=7)
-    ax.set_title("Mean score by mode")
-    fig.tight_layout()
-    path = out / "modes.png"
-    save_figure(fig, path)
-    plt.close(fig)
-    written.append(path)
-
-    with_delta = [r for r in table if r.get("delta") is not None]
-    if with_delta:
-        fig, ax = plt.subplots(figsize=(5, 0.5 + 0.5 * len(with_delta)))
-        for i, r in enumerate(with_delta):
-            s = r.get("scale", 1.0)
-            ax.errorbar(r["delta"] * s, i, xerr=[[(r["delta"] - r["delta_low"]) * s],
-                                                [(r["delta_high"] - r["delta"]) * s]], fmt="o", capsize=3)
-        ax.axvline(0, color="grey", lw=0.8)
-        ax.set_yticks(range(len(with_delta)), [f"{r['env']} · {r['model']}" for r in with_delta], fontsize=7)
-        ax.set_xlabel("Refine − Plan-first (95% CI)")
-        fig.tight_layout()
-        path = out / "delta.png"
-        save_figure(fig, path)
-        plt.close(fig)
-        written.append(path)
-    return written
-
-
 def build(folder: Path, title: str | None = None, store: RunStore | None = None) -> dict[str, Path]:
     """Write the report of ``folder``; ``store`` (the folder's, already open) lets the caller
     read what the read skipped (``store.skipped_note()``)."""
@@ -323,7 +276,8 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     store = store or RunStore(folder)
     records = store.records()
     if not records:
-        raise ValueError(f"no records in {folder / 'records.jsonl'}")
+        why = store.skipped_note()
+        raise ValueError(f"no records in {folder / 'records.jsonl'}" + (f": {why}" if why else ""))
     meta_path = folder / "table3.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
     table = rows(frame(records), meta.get("published", {}), pooled=bool(meta))
@@ -337,6 +291,8 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
         md += f"\n> **warning:** {mixed_settings(counts)}; each row above is one fingerprint.\n"
     if note := store.skipped_note():
         md += f"\n> **warning:** {note}; the report leaves them out.\n"
+    if legacy := store.legacy_note():
+        md += f"\n> **note:** {legacy}.\n"
     if rerun := re_run_line(re_runs(records)):
         md += f"\n> **note:** {rerun}.\n"
     paths = {"markdown": folder / "report.md", "csv": folder / "report.csv", "html": folder / "report.html"}

@@ -195,7 +195,7 @@ def summary_table(summary: dict[str, Any], title: str) -> FitTable:
                      f"{row.get('error_rate', 0.0):.1%}", str(row.get("infrastructure_errors", 0)),
                      str(row.get("limited", 0)), judge, str(row["guard_fired"]), str(row["tokens"]),
                      f"{row['cost_usd']:.4f}"])
-    return FitTable(title, SUMMARY_COLUMNS, rows)
+    return FitTable(title, SUMMARY_COLUMNS, rows, turnable=True)  # at 80 columns: arms across
 
 
 def re_runs(records: list[EpisodeRecord]) -> dict[str, Any] | None:
