@@ -54,15 +54,19 @@ def artifact_relpath(kind: str, key: dict[str, Any]) -> str:
 
 
 class RunStore:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, read_only: bool = False):
+        """``read_only``: a reader only (an export): the folder is neither created nor probed
+        for writing, so a folder on read-only storage reads, and nothing in it changes."""
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        if not read_only:
+            self.root.mkdir(parents=True, exist_ok=True)
         self.records_path = self.root / RECORDS
         if self.records_path.exists() and not self.records_path.is_file():
             raise StoreError(f"{self.records_path} is not a file")
-        probe = self.root / f".write-check.{os.getpid()}"
-        probe.touch()
-        probe.unlink()
+        if not read_only:
+            probe = self.root / f".write-check.{os.getpid()}"
+            probe.touch()
+            probe.unlink()
         self._append_lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._key_locks_guard = threading.Lock()
