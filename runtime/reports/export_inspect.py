@@ -130,10 +130,10 @@ def eval_log(key: ArmKey, records: list[EpisodeRecord], folder: Folder) -> Any:
     for r in records:
         p, c, d = tokens_and_cost(r)
         prompt, completion, cost = prompt + p, completion + c, cost + d
-    task = f"{key.env}/{key.domain}"
+    task = f"{key.env}/{key.domain}/{key.label}"
     spec = EvalSpec(
         created=started, task=task, task_id=f"{key.file_stem()}", run_id=folder.path.name,
-        dataset=EvalDataset(name=task, samples=len({r.key.task_id for r in records})),
+        dataset=EvalDataset(name=f"{key.env}/{key.domain}", samples=len({r.key.task_id for r in records})),
         model=key.model, config=EvalConfig(epochs=max(r.key.trial for r in records) + 1),
         solver=f"exec-validation-runtime {key.label}",
         metadata={"arm": key.label, "mode": key.mode, "strategy": key.strategy,
