@@ -206,3 +206,25 @@ def test_which_arms_saw_the_supervision_follows_the_strategy_settings():
     assert not saw_supervision("refine", "self-metric") and not saw_supervision("refine", "none")
     assert not saw_supervision("plan-first", "") and not saw_supervision("direct", "")
     assert saw_supervision("refine", "a-strategy-from-elsewhere")  # unknown: not vouched for
+
+
+def test_a_tau3_folder_without_tau3_here_exports_its_conversations_and_names_the_tasks(run_folder, tmp_path,
+                                                                                      monkeypatch, capsys):
+    monkeypatch.setenv("EVR_ENVS_HOME", str(tmp_path / "no-envs"))
+    monkeypatch.delenv("TAU3_PYTHON", raising=False)
+    folder = tmp_path / "tau3-run"
+    folder.mkdir()
+    rows = []
+    for row in records_of(run_folder):
+        if row["key"]["mode"] != "direct":
+            continue
+        row["key"]["env"] = "tau3"
+        row["record_id"] = row["record_id"].replace("tau2|", "tau3|", 1)
+        row.pop("digest", None)  # a record written before digests
+        rows.append(json.dumps(row))
+    (folder / "records.jsonl").write_text("\n".join(rows) + "\n")
+    assert report_cli.main([str(folder), "--export", "tau3", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert "left out: tau3/airline: the task definitions (τ³ is not set up" in captured.err
+    data = json.loads(Path(captured.out.split()[0]).read_text())
+    assert data["tasks"] == [] and len(data["simulations"]) == len(TASKS)
