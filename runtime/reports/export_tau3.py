@@ -184,8 +184,8 @@ def results(key: ArmKey, records: list[EpisodeRecord], settings: dict[str, Any],
     """The arm's ``Results`` (JSON). ``rewards`` (record id → reward info) replace the run's."""
     user_llm, user_args = _role(settings, "user_model")
     agent_llm, agent_args = _role(settings, "model")
-    mark = (f" — its critic saw the hidden supervision: for viewing only, not for the leaderboard "
-            f"({LEADERBOARD_RULE})" if key.saw_supervision else "")
+    mark = (f" — its critic saw the hidden supervision: for viewing only, not for the leaderboard; "
+            f"{LEADERBOARD_RULE}" if key.saw_supervision else "")
     task_set = settings.get("task_set") or {}
     ran = {r.key.task_id for r in records}
     return {
