@@ -12,7 +12,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # llama.cpp built portable (no -march=native), so the wheel runs on any x86-64 CPU.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: run test test-slow smoke install clean docker-ci bench bench-backends
+.PHONY: run test test-slow smoke install clean docker-ci bench bench-backends calibration
 
 $(STAMP): pyproject.toml scripts/setup-venv.sh
 	@bash scripts/setup-venv.sh $(PYTHON) $(VENV)
@@ -51,3 +51,8 @@ bench-backends: $(STAMP)
 
 clean:
 	rm -rf $(VENV) runs
+
+# The statistics' calibration by simulation (coverage of the intervals, power of the plans, the
+# variance components): a few minutes on one core; replaces bench/CALIBRATION.md.
+calibration: $(STAMP)
+	$(PY) -m bench.calibration --write bench/CALIBRATION.md

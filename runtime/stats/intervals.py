@@ -134,16 +134,33 @@ def paired_interval(treatment: np.ndarray, control: np.ndarray, *, confidence: f
 
 
 def arm_interval(scores: np.ndarray, *, confidence: float = 0.95) -> Interval:
-    """One arm's mean over tasks (trials averaged within a task), floored as Δ is: the binomial
-    variance at the Agresti–Coull rate (2 successes and 2 failures added) over the trials."""
+    """One arm's mean over tasks (trials averaged within a task), scores in [0, 1]: a Wilson
+    score interval at the *effective* number of episodes — the rate's binomial variance over the
+    mean's clustered variance (floored as Δ's is, with the binomial variance at the Agresti–Coull
+    rate over the trials), never more than the episodes there are. Wilson's and not a t
+    interval: a mean near 0 or 1 is skewed, and a t interval there covered 82–88 % at 20 tasks
+    × 3 trials in ``bench/calibration.py``."""
+    from scipy import stats
+
     s = np.asarray(scores, dtype=float)
     counts = np.sum(~np.isnan(s), axis=-1)
     kept = counts > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.nanmean(s, axis=-1)
         inverse = np.nanmean(np.where(kept, 1.0 / np.where(kept, counts, 1), np.nan), axis=-1)
-        rate = (np.nansum(s, axis=(-2, -1)) + PSEUDO) / (np.sum(counts, axis=-1) + 2 * PSEUDO)
-    return mean_interval(means, floor=rate * (1 - rate) * inverse, confidence=confidence)
+        episodes = np.sum(counts, axis=-1)
+        rate = (np.nansum(s, axis=(-2, -1)) + PSEUDO) / (episodes + 2 * PSEUDO)
+        found = mean_interval(means, floor=rate * (1 - rate) * inverse, confidence=confidence)
+        n = np.asarray(found.units)
+        effective = np.minimum(episodes, rate * (1 - rate) * n / np.asarray(found.sd) ** 2)
+        z = stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 0) + PRIOR_TASKS)
+        p = np.clip(np.asarray(found.mean, dtype=float), 0.0, 1.0)
+        shrink = 1 + z * z / effective
+        centre = (p + z * z / (2 * effective)) / shrink
+        half = z / shrink * np.sqrt(p * (1 - p) / effective + z * z / (4 * effective * effective))
+    half = np.where(n > 1, half, np.inf)
+    return Interval(found.mean, found.se, _scalar(centre - half), _scalar(centre + half), found.p,
+                    found.units, found.sd, found.observed_sd, found.floor_only)
 
 
 def holm(p_values: list[float]) -> list[float]:
