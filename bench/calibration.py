@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from runtime.stats import design
-from runtime.stats.components import batch_moments
+from runtime.stats.components import batch_moments, expanded_percentiles
 from runtime.stats.design import Components
 from runtime.stats.intervals import arm_interval, paired_interval
 from testkit.stochastic import StochasticBenchmark
@@ -178,16 +178,16 @@ def components_grid(scale: float) -> list[str]:
                 seed += 1
                 bench = bench_for(0.5, icc, tm, 0.0)
                 _, truth = bench.truth
-                experiments = int(200 * scale)
+                experiments = int(300 * scale)
                 t, c = bench.simulate(tasks, trials, experiments, seed)
                 scores = np.stack([t, c], axis=-2)  # (experiments, tasks, arms, trials)
                 point = batch_moments(scores)
                 rng = np.random.default_rng(seed)
                 hits = np.zeros(3)
                 true = np.array([truth.between_task, truth.task_mode, truth.within_task])
-                for one in scores:  # the report's method: 500 task resamples, percentile bounds
+                for one in scores:  # the report's method: 500 task resamples, expanded percentiles
                     draws = np.array(batch_moments(one[rng.integers(0, tasks, (500, tasks))]))
-                    low, high = np.quantile(draws, [0.025, 0.975], axis=-1)
+                    low, high = np.quantile(draws, expanded_percentiles(tasks, 0.95), axis=-1)
                     hits += (low <= true + 1e-12) & (true - 1e-12 <= high)
                 cover = list(hits / experiments)
                 bias = float(np.mean(point[1]) - truth.task_mode)

@@ -92,14 +92,14 @@ def test_end_to_end_run_shows_the_figures(tmp_path):
     assert row["delta"] == pytest.approx(diff.mean())
     from scipy import stats
     # the floored t interval by hand: trial k paired with trial k; the share of pairs whose scores
-    # differ (2 differing and 2 equal pairs added) over the trials, worth 10 tasks of variance
+    # differ (2 differing and 2 equal pairs added) over the trials, worth 15 tasks of variance
     pairs = pd.DataFrame([{"task": r["key"]["task_id"], "trial": r["key"]["trial"], "mode": r["key"]["mode"],
                            "score": r["score"]} for r in records]).pivot_table(
         index=["task", "trial"], columns="mode", values="score")
     floor = ((pairs["refine"] - pairs["plan-first"]).abs().sum() + 2) / (len(pairs) + 4) / 2
     n = len(diff)
-    variance = (diff.var(ddof=1) * (n - 1) + 10 * floor) / (n - 1 + 10)
-    half = stats.t.ppf(0.975, n - 1 + 10) * np.sqrt(variance / n)
+    variance = (diff.var(ddof=1) * (n - 1) + 15 * floor) / (n - 1 + 15)
+    half = stats.t.ppf(0.975, n - 1 + 15) * np.sqrt(variance / n)
     assert (row["low"], row["high"]) == pytest.approx((diff.mean() - half, diff.mean() + half))
     assert row["mde"] > 0 and "detectable from ±" in row["verdict"]
     assert set(row["components"]) >= {"between_task", "task_mode", "within_task"}

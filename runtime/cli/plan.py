@@ -99,10 +99,10 @@ def plan_lines(env: str, tasks: int, trials: int, modes: list[str],
             continue
         components = compared_components(variance, treatment)
         mde = design.mde(components, tasks, trials)
-        kind = (" (A/A: the same agent twice, no task × arm term; one A/A Δ is one draw of the noise, "
-                "no floor)") if treatment == AA_MODE else ""
+        said = ("A/A: the same agent twice, the variance above without a task × arm term; one A/A Δ "
+                "is one draw of the noise, not a floor" if treatment == AA_MODE else f"variance: {variance.label}")
         lines.append(f"{env} · {treatment} − {control}: {tasks} tasks × {trials} trials → detectable Δ "
-                     f"{mde * scale:.3g} (variance: {variance.label}; α 0.05, power 80%){kind}")
+                     f"{mde * scale:.3g} ({said}; α 0.05, power 80%)")
         if treatment == AA_MODE:
             continue
         low_tm, high_tm = published.TASK_MODE_SENSITIVITY

@@ -92,6 +92,7 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
         row[f"{arm}_tokens"] = int(arm_part["tokens"].sum())
         row[f"{arm}_cost_usd"] = float(arm_part["cost_usd"].sum())
         row[f"{arm}_pass^k"] = pass_k(arm_part, row["trials"])
+        row.update(_arm_interval(arm, arm_part))
     row.update(_delta_fields(part))
     scale = (published.get(env) or {}).get("scale", 1.0)
     for prefix in ("delta", "delta0"):
@@ -111,6 +112,22 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
         row["published"] = f"+{pub['low']:g} to +{pub['high']:g} {pub.get('unit', '')}".strip()
         row["scale"] = pub.get("scale", 1.0)
     return row
+
+
+def _arm_interval(arm: str, part: pd.DataFrame) -> dict[str, Any]:
+    """The arm's mean over tasks with its 95 % interval (``runtime.stats.intervals.arm_interval``,
+    errored episodes left out), as ``{arm}_low`` / ``{arm}_high``."""
+    if part.empty or not (part["status"] == "ok").any():
+        return {}
+    from runtime.reports.stats import trial_scores
+    from runtime.stats.intervals import arm_interval
+
+    table = trial_scores(part).to_numpy()
+    table = table[~np.all(np.isnan(table), axis=1)]
+    if len(table) < 2:
+        return {}
+    found = arm_interval(table)
+    return {f"{arm}_low": float(found.low), f"{arm}_high": float(found.high)}
 
 
 def _delta_fields(part: pd.DataFrame) -> dict[str, Any]:

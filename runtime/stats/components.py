@@ -12,12 +12,17 @@ The estimator is the method of moments (ANOVA estimators, as in Searle, Casella 
 Each is set to 0 where its moment equation makes it negative. Why moments and not a fitted mixed
 model: closed form, no convergence failures on 0/1 rewards, unbiased (before truncation) in
 balanced designs. Their own uncertainty comes from resampling *tasks* (the clustered unit) with
-replacement and re-estimating: a percentile interval per component. With one arm only, the task
+replacement and re-estimating: an expanded percentile interval per component
+(``expanded_percentiles``). Measured in ``bench/calibration.py``: the plain percentile interval
+covered the task × arm term 86–90 % at 20 tasks; the expanded one does better but is still
+short of 95 % there, and the truncated estimates lean upward where the term is near 0 — the
+report says "95 % intervals from resampling tasks" and points at those figures. With one arm only, the task
 × arm term cannot be told from the between-task one; it is reported as 0 and said so.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,6 +99,17 @@ def batch_moments(scores: np.ndarray, *, truncate: bool = True) -> tuple[np.ndar
     return between, task_mode, within
 
 
+def expanded_percentiles(tasks: int, confidence: float) -> list[float]:
+    """The percentiles of the expanded percentile interval (Hesterberg, "What teachers should
+    know about the bootstrap", 2015): those of a normal at ``√(n / (n − 1)) · t_{n−1}`` instead
+    of z, which undoes the plain percentile interval's narrowness at a few dozen tasks."""
+    from scipy import stats
+
+    z = math.sqrt(tasks / (tasks - 1)) * stats.t.ppf((1 + confidence) / 2, tasks - 1)
+    tail = float(stats.norm.sf(z))
+    return [tail, 1 - tail]
+
+
 def estimate(frame: pd.DataFrame, arms: tuple[str, ...], *, arm: str = "arm", score: str = "score",
              task: tuple[str, ...] = TASK, confidence: float = 0.95, resamples: int = 1000,
              seed: int = 0) -> Estimate:
@@ -106,7 +122,7 @@ def estimate(frame: pd.DataFrame, arms: tuple[str, ...], *, arm: str = "arm", sc
     point = moments(scores)
     rng = np.random.default_rng(seed)
     draws = batch_moments(scores[rng.integers(0, len(scores), (resamples, len(scores)))])
-    q = [(1 - confidence) / 2, (1 + confidence) / 2]
+    q = expanded_percentiles(len(scores), confidence)
     bounds = {name: np.quantile(draw, q) for name, draw in zip(("between_task", "task_mode", "within_task"), draws)}
     notes = []
     trials = float(np.mean(np.sum(~np.isnan(scores), axis=-1)))

@@ -19,8 +19,9 @@ pairs whose two scores differ (|treatment − control| summed, with Agresti–Co
 and 2 concordant pairs added, so it is never 0) over the task's trials. For 0/1 scores that
 share is a single pair's variance of the difference, at most a task difference's variance times
 its trials, so the floor widens sparse-data intervals and leaves informative ones as they were.
-The choice among a plain t, Agresti–Min pseudo-pairs and floors of 2 to n − 1 tasks was made by
-the coverage the bench measures.
+The choice among a plain t, Agresti–Min pseudo-pairs and floors worth 2 to n − 1 tasks was
+made by the coverage the bench measures: 15 lifted the worst 20-task cells (success 0.05 / 0.95,
+ICC 0.4, three trials) from 93.6 % to 95.6 % and left the informative ones at 95 %.
 
 Every function takes arrays with any leading batch axes — ``(..., tasks, trials)`` — so a
 simulation of thousands of experiments is one call through the same code a report uses.
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PRIOR_TASKS = 10
+PRIOR_TASKS = 15
 """How many tasks' worth of weight the variance floor has (ν of the prior)."""
 PSEUDO = 2.0
 """Agresti–Coull's pseudo-pairs: this many discordant and this many concordant added."""
@@ -63,7 +64,7 @@ class Interval:
 
 
 def mean_interval(values: np.ndarray, *, floor: np.ndarray | float | None = None,
-                  confidence: float = 0.95, prior: float = PRIOR_TASKS) -> Interval:
+                  confidence: float = 0.95, prior: float | None = None) -> Interval:
     """The t interval of the mean of ``values`` over the last axis (NaN entries left out); with
     ``floor`` (a per-unit variance), the variance pooled with it at the weight of ``prior`` units."""
     from scipy import stats
@@ -74,7 +75,7 @@ def mean_interval(values: np.ndarray, *, floor: np.ndarray | float | None = None
         mean = np.nanmean(d, axis=-1) if d.size else np.nan
         squares = np.nansum((d - np.expand_dims(mean, -1)) ** 2, axis=-1)
         observed = np.sqrt(squares / np.maximum(n - 1, 1))
-        weight = 0.0 if floor is None else prior
+        weight = 0.0 if floor is None else (PRIOR_TASKS if prior is None else prior)
         dof = np.maximum(n - 1, 0) + weight
         variance = (squares + weight * (0.0 if floor is None else np.asarray(floor, dtype=float))) / np.maximum(dof, 1)
         sd = np.sqrt(variance)
