@@ -15,6 +15,7 @@ records (``--from``, components estimated by ``runtime.stats.components``) or pu
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -233,8 +234,8 @@ def _estimate(args):
                 print("  note: no variance observed in this folder (every pair the same, or no "
                       "trial-to-trial variation): its figures come from the interval's floor, "
                       "and plans use the published default instead")
-            else:
-                components, own = d.components, d
+            else:  # between-task cancels in Δ: the moment estimate's, for the variance line only
+                components, own = replace(d.components, between_task=found.components.between_task), d
     else:
         components = found.components
     _ESTIMATES[key] = (components, errored, own)
