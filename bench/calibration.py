@@ -123,10 +123,11 @@ def coverage_grid(scale: float) -> list[str]:
                                         f"{plain:.1%} | {zero:.1%} | {zero_new:.1%} | {arm_cover:.1%} |")
     cover = np.array([c[0] for c in covered])
     arms = np.array([c[1] for c in covered])
-    rows += ["", f"Δ's interval: coverage {cover.min():.1%} to {cover.max():.1%} over {len(cover)} cells; "
-             f"{np.mean(cover >= BAND[0]):.0%} of cells at or above {BAND[0]:.1%}, "
-             f"{np.mean((cover >= BAND[0]) & (cover <= BAND[1])):.0%} within 95 ± 1.5 %. "
-             f"Arm means: {arms.min():.1%} to {arms.max():.1%}."]
+    rows += ["", f"Δ's interval: coverage {cover.min():.2%} to {cover.max():.1%} over {len(cover)} cells; "
+             f"{int(np.sum(cover >= BAND[0]))} cells at or above {BAND[0]:.1%}, "
+             f"{int(np.sum((cover >= BAND[0]) & (cover <= BAND[1])))} within 95 ± 1.5 %. "
+             f"Arm means: {arms.min():.1%} to {arms.max():.1%}; {int(np.sum(arms >= BAND[0]))} cells at or "
+             f"above {BAND[0]:.1%}."]
     return rows
 
 
