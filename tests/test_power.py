@@ -251,3 +251,12 @@ def test_a_bad_error_rate_is_one_line_and_exit_2(value, capsys):
                                "--error-rate", value])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and f"--error-rate {value}" in err[0], err
+
+
+def test_task_mode_sd_help_says_what_the_value_is():
+    """The value is each arm's own term; a task's effect varies with √2 times it — and the
+    design agrees: one task's difference has variance 2·sd² from it."""
+    helps = {a.dest: a.help for a in power_command.parser()._actions}
+    assert "each arm's own task × arm term" in helps["task_mode_sd"] and "√2 × this" in helps["task_mode_sd"]
+    c = Components.from_sd_icc(0.5, 0.45, 0.1)
+    assert c.task_difference_variance(10_000_000) == pytest.approx(2 * 0.1 ** 2, rel=1e-3)

@@ -235,8 +235,9 @@ def verdict_markdown(table: list[dict[str, Any]]) -> list[str]:
              "A Δ whose interval covers 0 means *no effect* only when the run could have seen one: "
              "each verdict reads Δ against the size this run detects at its own variance. Variance "
              "components of Refine and Plan-first (method of moments, 95% intervals from "
-             "resampling tasks): between-task cancels in the paired Δ; task × arm and within-task "
-             "set its noise.", ""]
+             "resampling tasks, expanded percentiles; the task × arm term's covers 88–100% at "
+             "20–50 tasks and its estimate leans upward near 0: bench/CALIBRATION.md): "
+             "between-task cancels in the paired Δ; task × arm and within-task set its noise.", ""]
     for r in table:
         label = f"{r['env']} · {r['model']} · {_strategy_label(r['strategy'])}"
         for prefix, line in (("delta", "complete tasks"), ("delta0", "errors as 0")):
