@@ -14,7 +14,7 @@ model: closed form, no convergence failures on 0/1 rewards, unbiased (before tru
 balanced designs. Their own uncertainty comes from resampling *tasks* (the clustered unit) with
 replacement and re-estimating: an expanded percentile interval per component
 (``expanded_percentiles``). Measured in ``bench/calibration.py``: the plain percentile interval
-covered the task × arm term 86–90 % at 20 tasks; the expanded one does better but is still
+covered the task × arm term 87–90 % at 20–50 tasks; the expanded one does better but is still
 short of 95 % there, and the truncated estimates lean upward where the term is near 0 — the
 report says "95 % intervals from resampling tasks" and points at those figures. With one arm only, the task
 × arm term cannot be told from the between-task one; it is reported as 0 and said so.

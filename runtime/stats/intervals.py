@@ -10,8 +10,8 @@ arm's effect differs between tasks.
 Pairs are made *by trial*: trial k of the treatment with trial k of the control, and an episode
 whose partner is missing (errored) leaves only its own pair out, not its task.
 
-Small samples and rates near 0 or 1: a plain t interval over 20 tasks then undercovers (76–90 %
-at success rates near 0.05 in ``bench/calibration.py``) and is zero-wide whenever every task's
+Small samples and rates near 0 or 1: a plain t interval over 20 tasks then undercovers (as little as 69 %
+at success rates of 0.05 or 0.95 in ``bench/CALIBRATION.md``) and is zero-wide whenever every task's
 difference is the same. So the per-task variance is pooled with a *floor* worth ``PRIOR_TASKS``
 tasks — the variance of a normal mean under a scaled-inverse-χ² prior, t with n − 1 + ν degrees
 of freedom — whenever that is larger than the tasks' own variance. The floor is what one episode pair says about a task's difference: the share of
@@ -146,7 +146,8 @@ def arm_interval(scores: np.ndarray, *, confidence: float = 0.95) -> Interval:
     mean's clustered variance (floored as Δ's is, with the binomial variance at the Agresti–Coull
     rate over the trials), never more than the episodes there are. Wilson's and not a t
     interval: a mean near 0 or 1 is skewed, and a t interval there covered 82–88 % at 20 tasks
-    × 3 trials in ``bench/calibration.py``."""
+    × 3 trials in ``bench/calibration.py``; this one 87–98 % there and 94–97 % at success
+    0.5 (``bench/CALIBRATION.md``)."""
     from scipy import stats
 
     s = np.asarray(scores, dtype=float)
