@@ -55,3 +55,8 @@ calibration: $(STAMP)
 
 clean:
 	rm -rf $(VENV) runs
+
+# The statistics' calibration by simulation (coverage of the intervals, power of the plans, the
+# variance components): a few minutes on one core; replaces bench/CALIBRATION.md.
+calibration: $(STAMP)
+	$(PY) -m bench.calibration --write bench/CALIBRATION.md

@@ -15,6 +15,7 @@ records (``--from``, components estimated by ``runtime.stats.components``) or pu
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -30,8 +31,12 @@ def parser():
     p.add_argument("--sd", type=float, help="per-episode standard deviation of the score")
     p.add_argument("--icc", type=float, help="intra-task correlation: of two trials of one task in one arm")
     p.add_argument("--task-mode-sd", type=float, default=None,
-                   help="sd of the task × arm term: how much the arms' difference varies by task "
-                   "(default 0, the effect the same on every task)")
+                   help="sd of each arm's own task × arm term; a task's effect (treatment − control) "
+                   "then varies around the mean with sd √2 × this (default 0.1, an assumption no "
+                   "published figure replaces yet; plans are also shown at 0 and 0.2)")
+    p.add_argument("--error-rate", type=float, default=None, metavar="SHARE",
+                   help="expected share of episodes that error (an errored episode loses its pair; "
+                   "default: the --from folder's own share, else 0)")
     p.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
     p.add_argument("--power", type=float, default=0.80, help="power (default 0.80)")
     p.add_argument("--target-mde", type=float, metavar="DELTA",
@@ -75,6 +80,8 @@ def run(args) -> int:
             raise UsageError(f"{name} {value}: accepted: an integer ≥ {2 if name == '--tasks' else 1}")
     if args.target_mde is not None and not args.target_mde > 0:
         raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
+    if args.error_rate is not None and not 0 <= args.error_rate < 1:
+        raise UsageError(f"--error-rate {args.error_rate:g}: accepted: a share of episodes in [0, 1)")
     sources = _sources(args)
     tasks, trials = args.tasks, args.trials
     if figures is not None:
@@ -87,40 +94,72 @@ def run(args) -> int:
             trials = figures.trials
     estimated = None
     if args.run is not None:
-        estimated = _estimate(args)
-        tasks = tasks or estimated.tasks
-        trials = trials or max(1, round(estimated.trials))
+        estimated = _folder_design(args)
+        tasks = tasks or estimated[0]
+        trials = trials or estimated[1]
     if args.target_mde is None and (tasks is None or trials is None):
         raise UsageError("give --tasks and --trials (or --published / --from for them), or --target-mde")
     if args.target_mde is not None and tasks is None and trials is None:
         raise UsageError("--target-mde: give --tasks (the trials are found) or --trials (the tasks are found)")
-    for label, components in sources:
+    error_rate = _error_rate(args)
+    for label, components, sensitivity in sources:
         print(f"variance ({label}): between-task {components.between_task:.4f}, task × arm "
               f"{components.task_mode:.4f}, within-task {components.within_task:.4f} "
               f"(per-episode sd {components.total ** 0.5:.3f}, intra-task correlation {components.icc:.2f})")
-        _answer(args, design, components, tasks, trials, figures)
+        _answer(args, design, components, tasks, trials, figures, error_rate, sensitivity)
     return 0
 
 
-def _sources(args):
-    from runtime.stats import published
-    from runtime.stats.design import Components
+def _error_rate(args) -> float:
+    if args.error_rate is not None:
+        return args.error_rate
+    if args.run is not None:
+        return _estimate(args)[1]
+    return 0.0
 
-    tm = args.task_mode_sd or 0.0
+
+def _sources(args):
+    """(label, components, sensitivity) per variance: ``sensitivity`` builds the components at
+    another task × arm sd, or is None where the variance was measured."""
+    from runtime.stats import published
+
+    tm = published.TASK_MODE_SD if args.task_mode_sd is None else args.task_mode_sd
     if args.task_mode_sd is not None and args.task_mode_sd < 0:
         raise UsageError(f"--task-mode-sd {args.task_mode_sd:g}: accepted: a standard deviation ≥ 0")
+    said = "given" if args.task_mode_sd is not None else "assumed (--task-mode-sd)"
     figures = _figures(args.published)
     if figures is not None and (figures.sd_icc() or (args.run is None and args.sd is None and args.icc is None)):
         pairs = figures.sd_icc()
         if not pairs:
             raise UsageError(f"--published {args.published}: these figures give no variance "
                              f"({figures.notes})")
-        return [(f"{figures.name}, icc {icc:g}", _components(sd, icc, tm)) for sd, icc in pairs]
+        return [(f"{figures.name}, icc {icc:g}, task × arm sd {tm:g} {said}", _components(sd, icc, tm),
+                 lambda t, sd=sd, icc=icc: _components(sd, icc, t)) for sd, icc in pairs]
     if args.run is not None:
-        return [(f"estimated from {args.run}", _estimate(args).components)]
+        found = _estimate(args)[0]
+        if found is None:  # no variance observed: plan with the published default instead
+            f = published.figures("tau-airline")
+            return [(f"no variance observed in {args.run}: planned with {f.name} (icc {f.icc[0]:g}) and "
+                     f"task × arm sd {tm:g} instead", _components(f.sd, f.icc[0], tm),
+                     lambda t: _components(f.sd, f.icc[0], t))]
+        return [(f"the paired Δ of {args.run}, as its report reads it", found, None)]
     if args.sd is None or args.icc is None:
         raise UsageError("give --sd and --icc, --published NAME or --from RUN for the variance")
-    return [(f"sd {args.sd:g}, icc {args.icc:g}, task × arm sd {tm:g}", _components(args.sd, args.icc, tm))]
+    return [(f"sd {args.sd:g}, icc {args.icc:g}, task × arm sd {tm:g} {said}", _components(args.sd, args.icc, tm),
+             lambda t: _components(args.sd, args.icc, t))]
+
+
+def _folder_design(args) -> tuple[int, int]:
+    """The folder's own tasks and trials per task (the most any task has)."""
+    from runtime.folder.store import RunStore
+    from runtime.reports.summary import frame
+
+    _estimate(args)
+    df = frame(RunStore(args.run).records())
+    part = df[df["arm"].isin([a.strip() for a in args.compare.split(",")])]
+    tasks = int(part[["domain", "task_id"]].drop_duplicates().shape[0])
+    trials = int(part.groupby(["domain", "task_id", "arm"]).size().max()) if len(part) else 1
+    return max(tasks, 2), max(trials, 1)
 
 
 def _figures(name):
@@ -147,12 +186,15 @@ _ESTIMATES: dict = {}
 
 
 def _estimate(args):
-    """The run folder's components (read once)."""
+    """(the components the folder's paired Δ implies, or None when it shows no variance; its
+    share of errored episodes), read once. The components are those its report's detectable Δ
+    uses (``design.run_components``), so both give one figure for one comparison."""
     key = (str(args.run), args.compare)
     if key in _ESTIMATES:
         return _ESTIMATES[key]
     from runtime.folder.records import RECORD_MODES
     from runtime.folder.store import RECORDS, RunStore
+    from runtime.reports.stats import task_delta
     from runtime.reports.summary import frame
     from runtime.stats.components import estimate
 
@@ -165,6 +207,8 @@ def _estimate(args):
     if not 1 <= len(arms) <= 2 or missing:
         raise UsageError(f"--compare {args.compare}: accepted: one or two of the folder's arms "
                          f"({', '.join(known) or 'none'}; modes are {', '.join(RECORD_MODES)})")
+    compared = df[df["arm"].isin(arms)]
+    errored = float((compared["status"] == "error").mean()) if len(compared) else 0.0
     ok = df[df["status"] == "ok"]
     try:
         found = estimate(ok, arms)
@@ -179,16 +223,31 @@ def _estimate(args):
               f"[{getattr(lo, name):.4f}, {getattr(hi, name):.4f}]")
     for note in found.notes:
         print(f"  note: {note}")
-    _ESTIMATES[key] = found
-    return found
+    print(f"  errored: {errored:.1%} of the compared episodes")
+    components = own = None
+    if len(arms) == 2:
+        d = task_delta(df[df["arm"] == arms[0]], df[df["arm"] == arms[1]])
+        if d is not None and d.components is not None:
+            print(f"this folder's Δ {d.mean:+.3f} [{d.low:+.3f}, {d.high:+.3f}] over {d.n} tasks "
+                  f"({d.pairs} pairs): detectable ±{d.mde:.3f} (the figure its report gives)")
+            if d.floor_only or d.components.within_task == 0:
+                print("  note: no variance observed in this folder (every pair the same, or no "
+                      "trial-to-trial variation): its figures come from the interval's floor, "
+                      "and plans use the published default instead")
+            else:  # between-task cancels in Δ: the moment estimate's, for the variance line only
+                components, own = replace(d.components, between_task=found.components.between_task), d
+    else:
+        components = found.components
+    _ESTIMATES[key] = (components, errored, own)
+    return components, errored, own
 
 
-def _answer(args, design, components, tasks, trials, figures) -> None:
+def _answer(args, design, components, tasks, trials, figures, error_rate, sensitivity) -> None:
     alpha, power = args.alpha, args.power
     if args.target_mde is not None:
         target = args.target_mde
         if tasks is not None:
-            need = design.trials_for(components, tasks, target, alpha=alpha, power=power)
+            need = design.trials_for(components, tasks, target, alpha=alpha, power=power, error_rate=error_rate)
             if need is None:
                 floor = design.mde(components, tasks, design.MAX_TRIALS, alpha=alpha, power=power)
                 print(f"Δ {target:g} cannot be detected with {tasks} tasks at any number of trials "
@@ -197,16 +256,36 @@ def _answer(args, design, components, tasks, trials, figures) -> None:
             trials = need
             print(f"to detect Δ {target:g} with {tasks} tasks: {trials} trials per task and arm")
         else:
-            need = design.tasks_for(components, trials, target, alpha=alpha, power=power)
+            need = design.tasks_for(components, trials, target, alpha=alpha, power=power, error_rate=error_rate)
             if need is None:
                 print(f"Δ {target:g} cannot be detected at {trials} trials with any number of tasks")
                 return
             tasks = need
             print(f"to detect Δ {target:g} at {trials} trials: {tasks} tasks")
-    p = design.plan(components, tasks, trials, alpha=alpha, power=power)
-    print(f"design: {tasks} tasks × {trials} trials per arm, paired by task; α {alpha:g}, power "
-          f"{power:.0%}; standard error of Δ {p.se:.4f}")
+    p = design.plan(components, tasks, trials, alpha=alpha, power=power, error_rate=error_rate)
+    errors = f"; {error_rate:.1%} of episodes errored" if error_rate else ""
+    own = _estimate(args)[2] if args.run is not None and sensitivity is None else None
+    if own is not None and args.tasks is None and args.trials is None and args.target_mde is None \
+            and alpha == design.ALPHA and power == design.POWER:
+        # the folder's own design: the figure its report gives, from its own pairs and errors
+        print(f"design: the folder's own, {own.n} tasks, {own.pairs} episode pairs; α {alpha:g}, "
+              f"power {power:.0%}; standard error of Δ {own.se:.4f}")
+        print(f"minimum detectable Δ: {own.mde:.3f}")
+        _cost(args, tasks, trials)
+        return
+    print(f"design: {tasks} tasks × {trials} trials per arm, paired by task and trial; α {alpha:g}, "
+          f"power {power:.0%}{errors}; standard error of Δ {p.se:.4f}")
     print(f"minimum detectable Δ: {p.mde:.3f}")
+    if error_rate:
+        clean = design.plan(components, tasks, trials, alpha=alpha, power=power)
+        print(f"errors cost: {clean.mde:.3f} without errors; power at {clean.mde:.3f} falls from "
+              f"{clean.power_at(clean.mde):.0%} to {p.power_at(clean.mde):.0%}")
+    if sensitivity is not None:
+        from runtime.stats import published
+
+        at = [(tm, design.mde(sensitivity(tm), tasks, trials, alpha=alpha, power=power, error_rate=error_rate))
+              for tm in published.TASK_MODE_SENSITIVITY]
+        print("sensitivity: " + ", ".join(f"task × arm sd {tm:g} → {m:.3f}" for tm, m in at))
     if figures is not None and figures.effect is not None:
         low, high = figures.effect
         if p.mde > high:

@@ -73,13 +73,13 @@ def test_without_clustering_by_task_the_fast_sample_fails():
 
 
 def test_the_report_uses_the_calibrated_interval():
-    """The report's Δ (``runtime.reports.stats.paired_delta`` over per-task means) is the
+    """The report's Δ (``runtime.reports.stats.paired_delta`` over the tasks' trials) is the
     clustered interval the calibration measures, not another one."""
     from runtime.reports.stats import paired_delta
 
     t, c = StochasticBenchmark(icc=0.45, effect=0.1, spread=0.1).simulate(40, 3, 1, 9)
     ours = paired_interval(t[0], c[0])
-    reported = paired_delta(t[0].mean(axis=1), c[0].mean(axis=1))
+    reported = paired_delta(t[0], c[0])
     assert (reported.mean, reported.low, reported.high) == pytest.approx((ours.mean, ours.low, ours.high))
 
 
@@ -104,3 +104,58 @@ def test_without_clustering_by_task_the_full_grid_fails(tasks, trials, icc):
     coverage, power = measure(tasks, trials, icc, 0.1, experiments=4000, seed=11 + tasks + trials,
                               clustered=False)
     assert not in_band(coverage, power), (coverage, power)
+
+
+SMALL = [  # (tasks, trials, success rate, icc, effect, most coverage): where plain t undercovered
+    (20, 1, 0.05, 0.2, 0.1, 1.0),   # plain t: ~84 %, 10 % of intervals zero-wide
+    (20, 1, 0.95, 0.6, 0.1, 1.0),   # plain t: ~76 %; a handful of successes: exact-like, conservative
+    (20, 3, 0.5, 0.45, 0.0, 0.97),
+    (20, 3, 0.05, 0.2, 0.1, 0.97),
+]
+
+
+@pytest.mark.parametrize("tasks,trials,rate,icc,effect,most", SMALL)
+def test_small_samples_and_extreme_rates_are_covered(tasks, trials, rate, icc, effect, most):
+    """The floored interval keeps its coverage where the plain t interval lost it, and is never
+    zero-wide; the wide band is for a smoke test of 2,000 experiments — the full grid is
+    bench/calibration.py's. With a handful of successes in 20 episodes an arm, coverage above
+    95 % is the discreteness of the data, as for any interval that is not zero-wide."""
+    bench = StochasticBenchmark(mean=rate, icc=icc, effect=effect)
+    truth, _ = bench.truth
+    t, c = bench.simulate(tasks, trials, 2000, seed=tasks + trials + int(rate * 100))
+    found = paired_interval(t, c)
+    coverage = float(np.mean((found.low <= truth) & (truth <= found.high)))
+    assert 0.93 <= coverage <= most, coverage
+    assert np.all(found.high - found.low > 0)
+
+
+def test_the_plain_t_interval_fails_the_same_smoke_test():
+    """What the floor fixes: the same experiments through a t interval without it."""
+    from runtime.stats.intervals import mean_interval
+
+    bench = StochasticBenchmark(mean=0.05, icc=0.2, effect=0.1)
+    truth, _ = bench.truth
+    t, c = bench.simulate(20, 1, 2000, seed=26)
+    plain = mean_interval(t.mean(-1) - c.mean(-1))
+    assert float(np.mean((plain.low <= truth) & (truth <= plain.high))) < 0.9
+    assert float(np.mean(plain.high == plain.low)) > 0.05
+
+
+def test_arm_means_are_covered_near_zero():
+    from runtime.stats.intervals import arm_interval
+
+    bench = StochasticBenchmark(mean=0.05, icc=0.2, effect=0.0)
+    t, _ = bench.simulate(20, 3, 2000, seed=3)
+    found = arm_interval(t)
+    coverage = float(np.mean((found.low <= 0.05) & (0.05 <= found.high)))
+    assert 0.92 <= coverage <= 0.99, coverage
+    assert np.all(found.high > found.low)
+
+
+def test_an_errored_episode_keeps_its_tasks_other_pairs():
+    """Trial 1 of task 0 errored in the treatment: task 0 still counts, on its trial 0 pair."""
+    t = np.array([[1.0, np.nan], [1.0, 0.0], [0.0, 0.0]])
+    c = np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 1.0]])
+    found = paired_interval(t, c)
+    assert found.units == 3
+    assert found.mean == pytest.approx((1.0 + -0.5 + -0.5) / 3)

@@ -13,7 +13,7 @@ import pytest
 
 from runtime import table3, validate
 from runtime.stats.design import Components, mde, trials_for
-from runtime.stats.published import figures
+from runtime.stats.published import TASK_MODE_SD, figures
 
 REPO = Path(__file__).resolve().parent.parent
 DETECTABLE = re.compile(r"^(\w+) · (\S+) − (\S+): (\d+) tasks × (\d+) trials → detectable Δ (?:at most )?([0-9.]+)", re.M)
@@ -21,7 +21,7 @@ DETECTABLE = re.compile(r"^(\w+) · (\S+) − (\S+): (\d+) tasks × (\d+) trials
 
 def _airline() -> Components:
     f = figures("tau-airline")
-    return Components.from_sd_icc(f.sd, f.icc[0])
+    return Components.from_sd_icc(f.sd, f.icc[0], TASK_MODE_SD)
 
 
 def test_validate_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
@@ -41,10 +41,29 @@ def test_validate_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
 
 def test_validate_dry_run_target_mde_chooses_the_trials(capsys):
     assert validate.main(["--env", "tau2", "--domain", "airline", "--mode", "all", "--model",
-                          "openai/gpt-4o", "--dry-run", "--target-mde", "0.05"]) == 0
+                          "openai/gpt-4o", "--dry-run", "--target-mde", "0.08"]) == 0
     out = capsys.readouterr().out
-    need = trials_for(_airline(), 50, 0.05)
-    assert f"takes {need} trials" in out and f"50 tasks × {need} trials × modes" in out
+    need = trials_for(_airline(), 50, 0.08)
+    assert need and f"takes {need} trials" in out and f"50 tasks × {need} trials × modes" in out
+    # +0.05 is below the floor the assumed task × arm term puts under 50 tasks: said so
+    assert validate.main(["--env", "tau2", "--domain", "airline", "--mode", "all", "--model",
+                          "openai/gpt-4o", "--dry-run", "--target-mde", "0.05"]) == 0
+    assert "cannot be detected with 50 tasks at any number of trials" in capsys.readouterr().out
+
+
+def test_dry_run_sizes_the_aa_arm_the_sensitivity_and_the_errors(capsys):
+    assert validate.main(["--env", "tau2", "--domain", "airline", "--mode", "plan-first,refine,plan-first-aa",
+                          "--trials", "3", "--model", "openai/gpt-4o", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    found = {(m[2], m[3]): float(m[6]) for m in DETECTABLE.finditer(out)}
+    aa = Components(_airline().between_task + _airline().task_mode, 0.0, _airline().within_task)
+    assert found["plan-first-aa", "plan-first"] == pytest.approx(mde(aa, 50, 3), abs=5e-4)
+    f = figures("tau-airline")
+    at = [mde(Components.from_sd_icc(f.sd, f.icc[0], tm), 50, 3) for tm in (0.0, 0.2)]
+    errored = mde(_airline(), 50, 3, error_rate=0.05)
+    assert (f"sensitivity: task × arm sd 0 → {at[0]:.3g}, 0.2 → {at[1]:.3g}; with 5% of episodes "
+            f"errored → {errored:.3g}") in out, out
+    assert at[0] < found["refine", "plan-first"] < at[1] and errored > found["refine", "plan-first"]
 
 
 def test_table3_dry_run_prints_a_detectable_delta_for_every_comparison(capsys):
@@ -55,9 +74,12 @@ def test_table3_dry_run_prints_a_detectable_delta_for_every_comparison(capsys):
     assert set(found) == {(e, t, c) for e in ("tau2", "toolsandbox")
                           for t, c in (("refine", "plan-first"), ("plan-first", "direct"))}, out
     assert found["tau2", "refine", "plan-first"] == pytest.approx(mde(_airline(), 200, 3), abs=5e-4)
-    # ToolSandbox in similarity points, from the bound of a [0, 1] score
+    # ToolSandbox in similarity points: sd 0.5 (the most a [0, 1] score has) split as τ's is, and
+    # the bound under the same model (all of it task × arm, which trials do not reduce)
     assert found["toolsandbox", "refine", "plan-first"] == pytest.approx(
-        100 * mde(Components.from_sd_icc(0.5, 0.0), 200, 3), abs=0.01)
+        100 * mde(Components.from_sd_icc(0.5, 0.405, TASK_MODE_SD), 200, 3), abs=0.01)
+    bound = 100 * mde(Components(0.0, 0.25, 0.0), 200, 3)
+    assert f"bound: at most {bound:.3g} whatever the trials" in out and 13.5 < bound < 14.5
     assert "toolsandbox · refine − plan-first cannot reach the paper's effect" in out
 
 

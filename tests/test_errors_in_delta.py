@@ -41,14 +41,15 @@ def test_the_two_lines_of_delta_on_a_constructed_example(frame):
     refine, first = frame[frame["mode"] == "refine"], frame[frame["mode"] == "plan-first"]
     lines = delta_lines(refine, first)
     complete, as_zero = lines["complete"], lines["errors_as_0"]
-    # Complete in both arms: a and d only. a: 1.0 − 0.5, d: 0 → Δ = 0.25 over 2 tasks.
-    assert complete.n == 2 and complete.mean == pytest.approx(0.25)
+    # Pairs complete in both arms, by trial: a (1 − 1, 1 − 0: +0.5), b's first trial only
+    # (1 − 1: 0; its second pair lost to refine's error, not the task), d (0); c has no pair.
+    # Δ = 0.5 / 3 over 3 tasks and 5 pairs.
+    assert complete.n == 3 and complete.mean == pytest.approx(0.5 / 3) and complete.pairs == 5
     # Errors as 0: a +0.5, b 0.5 − 1.0, c 0 − 0, d 0 → Δ = 0 over 4 tasks.
     assert as_zero.n == 4 and as_zero.mean == pytest.approx(0.0)
     assert (as_zero.wins, as_zero.losses, as_zero.ties) == (1, 1, 2)
-    # The old definition (drop errored episodes, keep partial tasks) would give a third answer:
-    # a +0.5, b 1.0 − 1.0 → 0.25 over 2 tasks with b in; complete-case must leave b out.
-    assert task_delta(refine, first) == complete
+    # Dropping a task whenever one of its episodes errored would leave b out (+0.25 over 2).
+    assert task_delta(refine, first).mean == complete.mean and task_delta(refine, first).n == 3
     with pytest.raises(ValueError, match="errors must be one of"):
         task_delta(refine, first, errors="drop")
 
@@ -75,7 +76,7 @@ def test_report_and_ablation_table_give_the_same_delta(frame):
     (row,) = rows(frame, {})
     table = ablation_table(frame)
     ablation = table[table["strategy"] == "anti-leak"].iloc[0]
-    assert row["delta"] == pytest.approx(0.25) and row["delta0"] == pytest.approx(0.0)
+    assert row["delta"] == pytest.approx(0.5 / 3) and row["delta0"] == pytest.approx(0.0)
     assert ablation["delta"] == row["delta"] and ablation["ci_low"] == row["delta_low"]
     assert ablation["ci_high"] == row["delta_high"] and ablation["sign_p"] == row["sign_p"]
     assert ablation["delta_errors_as_0"] == row["delta0"]

@@ -79,11 +79,20 @@ def test_command_prints_the_mde_on_a_line_of_its_own(capsys):
     assert power_command.main(["--tasks", "50", "--trials", "3", "--sd", "0.5", "--icc", "0.45"]) == 0
     out = capsys.readouterr().out
     value = float(MDE_LINE.search(out).group(1))
-    assert value == pytest.approx(hand_mde(50, 3, 0.5, 0.45), abs=0.0006)
+    # not optimistic by default: the task × arm sd assumed is 0.1 per arm
+    assert value == pytest.approx(hand_mde(50, 3, 0.5, 0.45, 0.1), abs=0.0006)
+    assert power_command.main(["--tasks", "50", "--trials", "3", "--sd", "0.5", "--icc", "0.45",
+                               "--task-mode-sd", "0"]) == 0
+    assert float(MDE_LINE.search(capsys.readouterr().out).group(1)) == pytest.approx(
+        hand_mde(50, 3, 0.5, 0.45), abs=0.0006)
 
 
 def test_command_target_mde_published_and_cost(capsys):
-    assert power_command.main(["--published", "tau-airline", "--target-mde", "0.05",
+    # at the default task × arm sd (0.1) +0.05 is out of reach of airline's 50 tasks: said so
+    assert power_command.main(["--published", "tau-airline", "--target-mde", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("cannot be detected with 50 tasks at any number of trials") == 2, out
+    assert power_command.main(["--published", "tau-airline", "--target-mde", "0.05", "--task-mode-sd", "0",
                                "--model", "openai/gpt-4o"]) == 0
     out = capsys.readouterr().out
     assert "sierra-research/tau-bench issue #57" in out and "2026-08-23" in out
@@ -139,11 +148,13 @@ def synthetic_scores(rng, tasks: int, trials: int, c: Components = TRUE, delta: 
     return arm(delta), arm(0.0)
 
 
-def synthetic_folder(out, tasks: int = 150, trials: int = 4, seed: int = 11):
-    from runtime.folder.records import EpisodeKey, EpisodeRecord
+def synthetic_folder(out, tasks: int = 150, trials: int = 4, seed: int = 11, scores=None, errored=()):
+    """A run folder of refine and plan-first records; ``errored``: (mode, task, trial) recorded
+    as errors."""
+    from runtime.folder.records import EpisodeKey, EpisodeRecord, StageError
     from runtime.folder.store import RunStore
 
-    treatment, control = synthetic_scores(np.random.default_rng(seed), tasks, trials)
+    treatment, control = scores if scores is not None else synthetic_scores(np.random.default_rng(seed), tasks, trials)
     store = RunStore(out)
     now = datetime(2026, 1, 1, tzinfo=timezone.utc).isoformat()
     for mode, scores in (("refine", treatment), ("plan-first", control)):
@@ -151,6 +162,11 @@ def synthetic_folder(out, tasks: int = 150, trials: int = 4, seed: int = 11):
             for k in range(trials):
                 key = EpisodeKey(env="tau2", domain="airline", task_id=str(i), mode=mode,
                                  model="synthetic", trial=k, strategy="anti-leak" if mode == "refine" else "")
+                if (mode, i, k) in errored:
+                    store.append(EpisodeRecord(run_id="synthetic", key=key, record_id=key.id(), status="error",
+                                               seed=k, error=StageError(stage="execute", type="X", message="x"),
+                                               started_at=now, finished_at=now))
+                    continue
                 store.append(EpisodeRecord(run_id="synthetic", key=key, record_id=key.id(), status="ok",
                                            seed=k, score=float(scores[i, k]), score_name="reward",
                                            started_at=now, finished_at=now))
@@ -184,3 +200,63 @@ def test_component_intervals_cover_the_truth_in_repeated_folders():
         for name in hits:
             hits[name] += getattr(found.low, name) <= getattr(TRUE, name) <= getattr(found.high, name)
     assert all(n >= 50 for n in hits.values()), hits
+
+
+def test_from_a_folder_with_no_variance_plans_more_than_one_trial(tmp_path, capsys):
+    """Every episode 0 in both arms: no "±0.000", and the plan for +0.1 falls back on the
+    published default (said so) instead of planning 1 trial."""
+    zeros = np.zeros((30, 2))
+    folder = synthetic_folder(tmp_path / "run", 30, 2, scores=(zeros, zeros))
+    assert power_command.main(["--from", str(folder), "--target-mde", "0.1", "--tasks", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "±0.000" not in out and "no variance observed" in out
+    needed = [int(n) for n in re.findall(r"with 50 tasks: (\d+) trials", out)]
+    assert needed and all(n > 1 for n in needed), out
+
+
+def test_from_a_folder_gives_the_reports_detectable_figure(tmp_path, capsys):
+    """One comparison, one figure: power --from at the folder's own design prints the
+    detectable Δ the report's Δ row carries for the same records."""
+    import pandas as pd
+
+    from runtime.folder.store import RunStore
+    from runtime.reports.stats import task_delta
+    from runtime.reports.summary import frame
+
+    folder = synthetic_folder(tmp_path / "run", 40, 3, errored={("refine", 2, 1), ("plan-first", 5, 0)})
+    assert power_command.main(["--from", str(folder)]) == 0
+    stated = float(MDE_LINE.search(capsys.readouterr().out).group(1))
+    df = frame(RunStore(folder).records())
+    d = task_delta(df[df["arm"] == "refine"], df[df["arm"] == "plan-first"])
+    assert isinstance(df, pd.DataFrame) and d.n == 40 and d.pairs == 40 * 3 - 2
+    assert stated == pytest.approx(d.mde, abs=5e-4)
+
+
+def test_an_expected_error_rate_lowers_power(capsys):
+    c = Components.from_sd_icc(0.5, 0.45, 0.1)
+    from runtime.stats.design import plan
+
+    clean, errored = plan(c, 50, 3), plan(c, 50, 3, error_rate=0.15)
+    assert errored.power_at(clean.mde) < clean.power_at(clean.mde) - 0.1
+    assert power_command.main(["--tasks", "50", "--trials", "3", "--sd", "0.5", "--icc", "0.45",
+                               "--error-rate", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"power at 0\.\d+ falls from 80% to 7\d%", out), out
+    assert "sensitivity: task × arm sd 0 → " in out
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "nan"])
+def test_a_bad_error_rate_is_one_line_and_exit_2(value, capsys):
+    code = power_command.main(["--tasks", "50", "--trials", "3", "--sd", "0.5", "--icc", "0.45",
+                               "--error-rate", value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"--error-rate {value}" in err[0], err
+
+
+def test_task_mode_sd_help_says_what_the_value_is():
+    """The value is each arm's own term; a task's effect varies with √2 times it — and the
+    design agrees: one task's difference has variance 2·sd² from it."""
+    helps = {a.dest: a.help for a in power_command.parser()._actions}
+    assert "each arm's own task × arm term" in helps["task_mode_sd"] and "√2 × this" in helps["task_mode_sd"]
+    c = Components.from_sd_icc(0.5, 0.45, 0.1)
+    assert c.task_difference_variance(10_000_000) == pytest.approx(2 * 0.1 ** 2, rel=1e-3)

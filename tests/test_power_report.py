@@ -91,7 +91,16 @@ def test_end_to_end_run_shows_the_figures(tmp_path):
     [row] = [d for d in summary["deltas"] if d["treatment"] == "refine"]
     assert row["delta"] == pytest.approx(diff.mean())
     from scipy import stats
-    half = stats.t.ppf(0.975, len(diff) - 1) * diff.std(ddof=1) / np.sqrt(len(diff))
+    # the floored t interval by hand: trial k paired with trial k; the share of pairs whose scores
+    # differ (2 differing and 2 equal pairs added) over the trials, worth 15 tasks of variance
+    pairs = pd.DataFrame([{"task": r["key"]["task_id"], "trial": r["key"]["trial"], "mode": r["key"]["mode"],
+                           "score": r["score"]} for r in records]).pivot_table(
+        index=["task", "trial"], columns="mode", values="score")
+    floor = ((pairs["refine"] - pairs["plan-first"]).abs().sum() + 2) / (len(pairs) + 4) / 2
+    n = len(diff)
+    pooled = (diff.var(ddof=1) * (n - 1) + 15 * floor) / (n - 1 + 15)  # used only when it raises it
+    variance, dof = (pooled, n - 1 + 15) if pooled > diff.var(ddof=1) else (diff.var(ddof=1), n - 1)
+    half = stats.t.ppf(0.975, dof) * np.sqrt(variance / n)
     assert (row["low"], row["high"]) == pytest.approx((diff.mean() - half, diff.mean() + half))
     assert row["mde"] > 0 and "detectable from ±" in row["verdict"]
     assert set(row["components"]) >= {"between_task", "task_mode", "within_task"}

@@ -32,10 +32,26 @@ def test_no_effect_ci_covers_zero():
     assert d.sign_p > 0.05
 
 
-def test_identical_samples_give_a_zero_width_interval_and_p_one():
+def test_identical_samples_give_no_zero_width_interval_and_say_why():
+    """No variance observed: the interval and the detectable size come from the floor, are
+    wider than 0, and the verdict says so; p is 1 and every task a tie."""
     x = np.array([0.0, 1.0, 1.0, 0.5])
     d = paired_delta(x, x)
-    assert (d.mean, d.low, d.high, d.sign_p, d.ties) == (0.0, 0.0, 0.0, 1.0, 4)
+    assert (d.mean, d.sign_p, d.ties) == (0.0, 1.0, 4)
+    assert d.low < 0 < d.high and d.high - d.low > 0.1
+    assert d.floor_only and d.mde > 0.05
+    assert "no variance observed" in d.verdict() and "±0.00" not in d.verdict()
+
+
+def test_an_all_zero_folder_gets_an_interval_and_no_detectable_zero():
+    """50 tasks × 3 trials, every episode 0 in both arms: the floor gives a positive width."""
+    from runtime.reports.report import _detectable
+
+    zeros = np.zeros((50, 3))
+    d = paired_delta(zeros, zeros)
+    assert d.low < 0 < d.high and d.mde > 0
+    assert _detectable(d.mde, 3, 1.0) != "±0.000"
+    assert d.floor_only
 
 
 def test_sign_test_matches_the_binomial_by_hand():

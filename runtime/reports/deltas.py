@@ -28,7 +28,8 @@ def components_fields(part: pd.DataFrame, arms: tuple[str, ...], column: str = "
         found = estimate(ok, arms, arm=column, resamples=500)
     except ValueError:
         return None
-    out: dict[str, Any] = {"method": "method of moments; 95% intervals from resampling tasks",
+    out: dict[str, Any] = {"method": "method of moments; 95% intervals from resampling tasks "
+                                     "(coverage measured in bench/CALIBRATION.md)",
                            "tasks": found.tasks, "trials": found.trials}
     for name in ("between_task", "task_mode", "within_task"):
         out[name] = {"estimate": getattr(found.components, name), "low": getattr(found.low, name),
@@ -54,7 +55,8 @@ def comparisons(df: pd.DataFrame, *, column: str = "arm", control: str = CONTROL
         digits = 1 if scale != 1.0 else 2
         rows.append({"treatment": name, "control": control,
                      "kind": "A/A (noise floor)" if name == AA_MODE else "comparison", "delta": d.mean, "low": d.low,
-                     "high": d.high, "p": d.p, "sign_p": d.sign_p, "tasks": d.n, "mde": d.mde,
+                     "high": d.high, "p": d.p, "sign_p": d.sign_p, "tasks": d.n, "pairs": d.pairs, "mde": d.mde,
+                     "floor_only": d.floor_only,
                      "verdict": d.verdict(digits=digits, scale=scale),
                      "components": components_fields(pd.concat([part, base]), (name, control), column)})
     # the A/A arm checks the noise floor; it is not one of the hypotheses the correction guards

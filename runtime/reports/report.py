@@ -4,8 +4,8 @@ Per environment × tested model: Direct, Plan-first and Refine means; Δ = Refin
 with a 95% CI clustered by task (trials averaged within a task first, since trials of one task
 are not independent; t over tasks, calibrated in tests/test_calibration.py), the Δ the run could
 detect at its own variance and a verdict, the A/A arm's Δ (Plan-first run again with independent
-seeds) beside it, the variance components, and an exact sign test, on the tasks complete in both arms
-and again with errored episodes scored 0; per arm episodes, errors and error rate, with a
+seeds) beside it, the variance components, and an exact sign test, on the episode pairs (same task,
+same trial) complete in both arms and again with errored episodes scored 0; per arm episodes, errors and error rate, with a
 warning when errors could bias Δ; pass^k for k up to the number of trials (errors count as
 failures, success as in τ²); plan-judge correctness and grade p0 → p1; tokens and cost per mode; the paper's
 published gains beside ours; how many judge and critic answers the verdict rule settled. Written as Markdown, CSV and HTML with PNG plots.
@@ -23,6 +23,7 @@ import pandas as pd  # noqa: E402
 
 from runtime.reports.stats import (  # noqa: E402
     DELTA_LINES,
+    FLOOR_NOTE,
     arm_errors,
     delta_lines,
     error_warnings,
@@ -91,6 +92,7 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
         row[f"{arm}_tokens"] = int(arm_part["tokens"].sum())
         row[f"{arm}_cost_usd"] = float(arm_part["cost_usd"].sum())
         row[f"{arm}_pass^k"] = pass_k(arm_part, row["trials"])
+        row.update(_arm_interval(arm, arm_part))
     row.update(_delta_fields(part))
     scale = (published.get(env) or {}).get("scale", 1.0)
     for prefix in ("delta", "delta0"):
@@ -98,6 +100,8 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
             row[f"{prefix}_verdict"] = verdict(row[prefix], row[f"{prefix}_low"], row[f"{prefix}_high"],
                                                row[f"{prefix}_mde"], digits=1 if scale != 1.0 else 2,
                                                scale=scale)
+            if row.get(f"{prefix}_floor_only"):  # said, never a silent ±0.00
+                row[f"{prefix}_verdict"] = f"{FLOOR_NOTE}; {row[f'{prefix}_verdict']}"
     row["components"] = components_fields(part, ("refine", "plan-first"), "mode")
     refine_rows = part[part["mode"] == "refine"]
     for plan in ("p0", "p1"):
@@ -108,6 +112,22 @@ def _row(env: str, model: str, strategy: str, part: pd.DataFrame, published: dic
         row["published"] = f"+{pub['low']:g} to +{pub['high']:g} {pub.get('unit', '')}".strip()
         row["scale"] = pub.get("scale", 1.0)
     return row
+
+
+def _arm_interval(arm: str, part: pd.DataFrame) -> dict[str, Any]:
+    """The arm's mean over tasks with its 95 % interval (``runtime.stats.intervals.arm_interval``,
+    errored episodes left out), as ``{arm}_low`` / ``{arm}_high``."""
+    if part.empty or not (part["status"] == "ok").any():
+        return {}
+    from runtime.reports.stats import trial_scores
+    from runtime.stats.intervals import arm_interval
+
+    table = trial_scores(part).to_numpy()
+    table = table[~np.all(np.isnan(table), axis=1)]
+    if len(table) < 2:
+        return {}
+    found = arm_interval(table)
+    return {f"{arm}_low": float(found.low), f"{arm}_high": float(found.high)}
 
 
 def _delta_fields(part: pd.DataFrame) -> dict[str, Any]:
@@ -134,7 +154,8 @@ def _delta_fields(part: pd.DataFrame) -> dict[str, Any]:
         if d is not None:
             fields.update({prefix: d.mean, f"{prefix}_low": d.low, f"{prefix}_high": d.high,
                            f"{prefix}_sign_p": d.sign_p, f"{prefix}_tasks": d.n,
-                           f"{prefix}_p": d.p, f"{prefix}_mde": d.mde})
+                           f"{prefix}_p": d.p, f"{prefix}_mde": d.mde, f"{prefix}_pairs": d.pairs,
+                           f"{prefix}_floor_only": d.floor_only})
             if line == "complete":  # the main table's columns
                 fields.update(sign_p=d.sign_p, wins=d.wins, losses=d.losses, paired_tasks=d.n)
     return fields
@@ -154,9 +175,10 @@ def _f(value: Any, digits: int = 3, scale: float = 1.0, signed: bool = False) ->
 def markdown(table: list[dict[str, Any]], title: str) -> str:
     lines = [f"# {title}", "",
              "Scores are the environments' own (τ²-bench reward; ToolSandbox similarity ×100). "
-             "Δ = Refine − Plan-first, paired over tasks, 95% CI clustered by task (t over tasks, "
-             "trials averaged within a task); detectable: the Δ this run finds with 80% power at "
-             "its own variance; p: exact sign test.", "",
+             "Δ = Refine − Plan-first, trial k paired with trial k, 95% CI clustered by task (t "
+             "over tasks, pairs averaged within a task, the variance floored by the pairs' "
+             "discordance so that no interval is zero-wide); detectable: the Δ this run finds with "
+             "80% power at its own variance; p: exact sign test.", "",
              "| env | tested model | critique | tasks × trials | Direct | Plan-first | Refine | Δ [95% CI] | "
              "detectable | A/A Δ [95% CI] | sign p | paper's Δ | judge CR p0 → p1 | judge grade p0 → p1 | errors |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -213,8 +235,9 @@ def verdict_markdown(table: list[dict[str, Any]]) -> list[str]:
              "A Δ whose interval covers 0 means *no effect* only when the run could have seen one: "
              "each verdict reads Δ against the size this run detects at its own variance. Variance "
              "components of Refine and Plan-first (method of moments, 95% intervals from "
-             "resampling tasks): between-task cancels in the paired Δ; task × arm and within-task "
-             "set its noise.", ""]
+             "resampling tasks, expanded percentiles; the task × arm term's covers 88–100% at "
+             "20–50 tasks and its estimate leans upward near 0: bench/CALIBRATION.md): "
+             "between-task cancels in the paired Δ; task × arm and within-task set its noise.", ""]
     for r in table:
         label = f"{r['env']} · {r['model']} · {_strategy_label(r['strategy'])}"
         for prefix, line in (("delta", "complete tasks"), ("delta0", "errors as 0")):
@@ -232,8 +255,9 @@ def errors_markdown(table: list[dict[str, Any]]) -> list[str]:
     """Errors per arm and Δ both ways: an errored episode is not silently dropped from the
     comparison, and an infrastructure failure is told apart from the agent failing."""
     lines = ["", "## Errors and Δ with errors counted", "",
-             "Δ on the tasks complete in both arms (the table above) and with errored episodes "
-             "scored 0. Infrastructure: model endpoint, env server or container failures.", "",
+             "Δ on the episode pairs complete in both arms (the table above: an errored episode "
+             "leaves out its own pair, not its task) and with errored episodes scored 0. "
+             "Infrastructure: model endpoint, env server or container failures.", "",
              "| env | tested model | critique | mode | episodes | errors | error rate | infrastructure "
              "| by cause |", "|---|---|---|---|---|---|---|---|---|"]
     for r in table:

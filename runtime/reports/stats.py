@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import comb
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,14 @@ class PairedDelta:
     """The two-sided p-value of Δ = 0 from the clustered t test."""
     mde: float = float("inf")
     """The Δ this run could detect (80 % power, two-sided at 1 − confidence) at its own
-    per-task variance: what "the interval covers 0" has to be read against."""
+    per-task variance (``runtime.stats.design.run_detectable``, the figure ``runtime.power
+    --from`` gives for the same folder): what "the interval covers 0" has to be read against."""
+    floor_only: bool = False
+    """No variance was observed: the interval's width and the detectable size are the floor's."""
+    pairs: int = 0
+    """Episode pairs (same task, same trial, both arms) the Δ rests on."""
+    components: Any = None
+    """The ``Components`` the detectable size is computed from (``design.run_components``)."""
 
     def covers_zero(self) -> bool:
         return self.low <= 0.0 <= self.high
@@ -37,37 +45,51 @@ class PairedDelta:
     def verdict(self, digits: int = 2, scale: float = 1.0) -> str:
         from runtime.stats.verdict import verdict
 
-        return verdict(self.mean, self.low, self.high, self.mde, digits=digits, scale=scale)
+        said = verdict(self.mean, self.low, self.high, self.mde, digits=digits, scale=scale)
+        return f"{FLOOR_NOTE}; {said}" if self.floor_only else said
+
+
+FLOOR_NOTE = ("no variance observed (every task's difference the same): interval and detectable "
+              "size from the floor (Agresti–Coull's 2 differing and 2 equal pairs added), not from "
+              "the run")
 
 
 def paired_delta(treatment: np.ndarray, control: np.ndarray, *, confidence: float = 0.95) -> PairedDelta:
-    """Mean of ``treatment - control`` over paired units (tasks; trials already averaged within
-    a task), with the t interval over units — the clustered interval, calibrated against known
-    truth (tests/test_calibration.py) where the percentile bootstrap it replaced is too narrow
-    for small task counts — its detectable size, and the exact two-sided sign test."""
+    """Mean of ``treatment - control`` over paired units: scores ``(tasks, trials)`` paired by
+    trial (NaN: no episode), or per-task means ``(tasks,)`` taken for one trial each. The
+    clustered interval with its variance floor (``runtime.stats.intervals.paired_interval``,
+    calibrated in bench/calibration.py), its detectable size and the exact two-sided sign test."""
     # scipy takes ~1 s to import: loaded by the reports that compare arms, not by every run
     from scipy.stats import binomtest
 
-    from runtime.stats.design import mde_of_sd
-    from runtime.stats.intervals import mean_interval
+    from runtime.stats.design import run_components, run_detectable
+    from runtime.stats.intervals import paired_interval
 
     t = np.asarray(treatment, dtype=float)
     c = np.asarray(control, dtype=float)
-    if t.shape != c.shape or t.ndim != 1 or len(t) == 0:
-        raise ValueError(f"need two equal-length non-empty 1-D samples, got {t.shape} and {c.shape}")
-    diff = t - c
-    found = mean_interval(diff, confidence=confidence)
+    if t.ndim == 1 and c.ndim == 1:
+        t, c = t[:, None], c[:, None]
+    if t.shape[0] != c.shape[0] or t.ndim != 2 or c.ndim != 2 or len(t) == 0:
+        raise ValueError(f"need two equal-length non-empty samples, got {t.shape} and {c.shape}")
+    found = paired_interval(t, c, confidence=confidence)
+    with np.errstate(invalid="ignore"):
+        per_task = np.nanmean(np.where(np.isnan(t) | np.isnan(c), np.nan, t - c), axis=1)
+    diff = per_task[~np.isnan(per_task)]
+    if len(diff) == 0:
+        raise ValueError("no task has an episode pair in both arms")
+    components = None
     if len(diff) < 2:  # one task: nothing to tell its difference from noise with
-        low = high = float(diff.mean()) if np.all(diff == diff[0]) and diff[0] == 0 else np.nan
-        low, high = (-np.inf, np.inf) if np.isnan(low) else (low, high)
-        detectable = float("inf")
+        low, high, detectable = -np.inf, np.inf, float("inf")
     else:
         low, high = float(found.low), float(found.high)
-        detectable = mde_of_sd(float(found.sd), len(diff), alpha=1 - confidence)
+        components = run_components(float(found.sd) ** 2, float(found.within), float(found.inverse_trials))
+        detectable = run_detectable(components, len(diff), float(found.inverse_trials), alpha=1 - confidence)
     wins, losses = int((diff > 0).sum()), int((diff < 0).sum())
     sign_p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
+    pairs = int(np.sum(~np.isnan(t) & ~np.isnan(c)))
     return PairedDelta(float(diff.mean()), low, high, len(diff), wins, losses,
-                       int((diff == 0).sum()), float(sign_p), float(found.se), float(found.p), detectable)
+                       int((diff == 0).sum()), float(sign_p), float(found.se), float(found.p), detectable,
+                       bool(found.floor_only) and len(diff) > 1, pairs, components)
 
 
 def pass_hat_k(successes: int, trials: int, k: int) -> float:
@@ -90,7 +112,7 @@ ERROR_RATE_LIMIT = 0.05
 ERROR_GAP_LIMIT = 0.02
 """…or arms whose error rates differ by more than this (2 percentage points)."""
 
-DELTA_LINES = {"complete": "tasks complete in both arms", "errors_as_0": "errored episodes scored 0"}
+DELTA_LINES = {"complete": "episode pairs complete in both arms", "errors_as_0": "errored episodes scored 0"}
 """The two ways Δ is reported: complete-case, and with every episode counted."""
 
 
@@ -101,30 +123,39 @@ def _status(frame: pd.DataFrame) -> pd.Series:
 def task_delta(treatment: pd.DataFrame, control: pd.DataFrame, *, errors: str = "complete",
                **kwargs) -> PairedDelta | None:
     """Δ = treatment − control, the one definition every table uses. Each arm's episodes
-    (columns ``domain``, ``task_id``, ``score``, ``status``) are averaged over trials within a
-    task and paired over tasks.
+    (columns ``domain``, ``task_id``, ``trial``, ``score``, ``status``) are paired by trial
+    within a task (trial k with trial k), averaged over the task's pairs and the tasks paired.
 
-    ``errors="complete"``: only the tasks whose every episode finished in both arms, so an arm
-    that errors more is not compared on an easier subset of trials. ``errors="errors_as_0"``:
-    every episode, an errored one scored 0 as τ²'s runner and ToolSandbox score a failed run,
-    over the tasks present in both arms. ``None`` when no task qualifies."""
+    ``errors="complete"``: only the pairs whose two episodes finished, so an arm that errors
+    more is not compared on an easier subset of trials; an errored episode leaves out its own
+    pair, never the task's other pairs. ``errors="errors_as_0"``: every episode, an errored one
+    scored 0 as τ²'s runner and ToolSandbox score a failed run. ``None`` when no pair qualifies."""
     if errors not in DELTA_LINES:
         raise ValueError(f"errors must be one of {list(DELTA_LINES)}, got {errors!r}")
-    t, c = _per_task(treatment, errors), _per_task(control, errors)
+    t, c = trial_scores(treatment, errors), trial_scores(control, errors)
     units = t.index.intersection(c.index)
     if not len(units):
         return None
-    return paired_delta(t.loc[units].to_numpy(), c.loc[units].to_numpy(), **kwargs)
+    columns = t.columns.union(c.columns)
+    t = t.loc[units].reindex(columns=columns).to_numpy()
+    c = c.loc[units].reindex(columns=columns).to_numpy()
+    keep = np.any(~np.isnan(t) & ~np.isnan(c), axis=1)
+    if not keep.any():
+        return None
+    return paired_delta(t[keep], c[keep], **kwargs)
 
 
-def _per_task(frame: pd.DataFrame, errors: str) -> pd.Series:
+def trial_scores(frame: pd.DataFrame, errors: str = "complete") -> pd.DataFrame:
+    """Scores as a table: one row per task (``TASK``), one column per trial; an errored
+    episode NaN (``complete``) or 0 (``errors_as_0``)."""
     ok = _status(frame) == "ok"
-    score = frame["score"].where(ok, 0.0).astype(float)
-    if errors == "errors_as_0":
-        return score.groupby([frame[c] for c in TASK]).mean()
-    complete = ok.groupby([frame[c] for c in TASK]).all()
-    means = score.groupby([frame[c] for c in TASK]).mean()
-    return means[complete.reindex(means.index)]
+    score = frame["score"].astype(float).where(ok, np.nan if errors == "complete" else 0.0)
+    trial = frame["trial"] if "trial" in frame else frame.groupby([frame[c] for c in TASK]).cumcount()
+    table = pd.DataFrame({"domain": frame["domain"], "task_id": frame["task_id"], "trial": trial,
+                          "score": score})
+    if table.empty:
+        return pd.DataFrame(index=pd.MultiIndex.from_tuples([], names=TASK))
+    return table.pivot_table(index=TASK, columns="trial", values="score", aggfunc="mean", dropna=False)
 
 
 def delta_lines(treatment: pd.DataFrame, control: pd.DataFrame, **kwargs) -> dict[str, PairedDelta | None]:

@@ -10,6 +10,11 @@ error of Miller (2024, sections 2.3 and 4: cluster by the unit that repeats, dif
 it). Trials of one task are *not* independent: more trials shrink only the within-task part, so
 ``task_mode`` sets a floor no number of trials goes below.
 
+Errored episodes: a pair (trial k in both arms) is kept when neither episode errored, with
+chance ``(1 − e)²`` at a per-episode error rate ``e``; a task is lost only when none of its
+pairs is kept. A plan at error rate ``e`` counts the tasks expected to keep a pair and uses
+``E[1 / pairs kept]`` for the within-task part (``error_effect``).
+
 Δ is then tested as a one-sample t test of the per-task differences (n − 1 degrees of freedom);
 its power at a given Δ is the noncentral t's, from ``statsmodels.stats.power.TTestPower``. The
 minimum detectable Δ (MDE) is the Δ that test finds with the stated power at level α, two-sided.
@@ -69,12 +74,14 @@ class Components:
     def icc(self) -> float:
         return (self.between_task + self.task_mode) / self.total if self.total else 0.0
 
-    def task_difference_variance(self, trials: float, clustered: bool = True) -> float:
+    def task_difference_variance(self, trials: float, clustered: bool = True, *,
+                                 inverse_trials: float | None = None) -> float:
         """The variance of one task's difference of trial means, both arms run ``trials`` times.
         ``clustered=False`` is the variance of one episode pair, which is what a design that
         takes every episode for an independent unit uses (wrongly, when ``task_mode`` > 0)."""
         if clustered:
-            return 2 * self.task_mode + 2 * self.within_task / trials
+            inverse = 1 / trials if inverse_trials is None else inverse_trials
+            return 2 * self.task_mode + 2 * self.within_task * inverse
         return 2 * self.task_mode + 2 * self.within_task
 
 
@@ -84,10 +91,12 @@ class Plan:
     trials: int
     sd_difference: float
     """The sd of one task's difference (of one episode pair when not clustered)."""
-    units: int
-    """The independent units the test counts: tasks (or episode pairs when not clustered)."""
+    units: float
+    """The independent units the test counts: tasks (or episode pairs when not clustered);
+    with errors, the tasks expected to keep at least one pair."""
     alpha: float
     power: float
+    error_rate: float = 0.0
 
     @property
     def se(self) -> float:
@@ -103,16 +112,59 @@ class Plan:
 
 
 def plan(components: Components, tasks: int, trials: int, *, alpha: float = ALPHA,
-         power: float = POWER, clustered: bool = True) -> Plan:
-    _check(tasks=tasks, trials=trials, alpha=alpha, power=power)
-    sd = math.sqrt(components.task_difference_variance(trials, clustered))
-    return Plan(tasks, trials, sd, tasks if clustered else tasks * trials, alpha, power)
+         power: float = POWER, clustered: bool = True, error_rate: float = 0.0) -> Plan:
+    _check(tasks=tasks, trials=trials, alpha=alpha, power=power, error_rate=error_rate)
+    if not clustered:
+        sd = math.sqrt(components.task_difference_variance(trials, False))
+        return Plan(tasks, trials, sd, tasks * trials, alpha, power, error_rate)
+    kept, inverse = error_effect(trials, error_rate)
+    sd = math.sqrt(components.task_difference_variance(trials, inverse_trials=inverse))
+    return Plan(tasks, trials, sd, tasks * kept, alpha, power, error_rate)
 
 
 def mde(components: Components, tasks: int, trials: int, *, alpha: float = ALPHA,
-        power: float = POWER, clustered: bool = True) -> float:
+        power: float = POWER, clustered: bool = True, error_rate: float = 0.0) -> float:
     """The minimum detectable Δ of ``tasks`` × ``trials`` in both arms."""
-    return plan(components, tasks, trials, alpha=alpha, power=power, clustered=clustered).mde
+    return plan(components, tasks, trials, alpha=alpha, power=power, clustered=clustered,
+                error_rate=error_rate).mde
+
+
+@lru_cache(maxsize=4096)
+def error_effect(trials: int, error_rate: float) -> tuple[float, float]:
+    """(the share of tasks that keep at least one pair, E[1 / pairs kept | at least one]) when
+    each episode errors with chance ``error_rate``, independently."""
+    if error_rate <= 0:
+        return 1.0, 1.0 / trials
+    import numpy as np
+    from scipy import stats
+
+    kept = (1 - error_rate) ** 2
+    counts = np.arange(1, trials + 1)
+    chances = stats.binom.pmf(counts, trials, kept)
+    share = float(chances.sum())
+    if share <= 0:
+        return 0.0, 1.0
+    return share, float(np.sum(chances / counts) / share)
+
+
+def run_components(variance: float, within: float, inverse_trials: float) -> Components:
+    """The components a run's own Δ implies, for its detectable size and for ``runtime.power
+    --from``: ``variance`` is one task's difference variance the interval used, ``within`` the
+    pooled within-task variance (NaN with one trial a task: then all of ``variance`` is taken
+    for within-task, the reading under which more trials help most). The task × arm term is
+    what ``variance`` leaves over the within-task part, never below 0."""
+    if not math.isfinite(within):
+        within = variance / (2 * inverse_trials)
+    task_mode = max((variance - 2 * within * inverse_trials) / 2, 0.0)
+    return Components(0.0, task_mode, within)
+
+
+def run_detectable(components: Components, tasks: int, inverse_trials: float, *,
+                   alpha: float = ALPHA, power: float = POWER) -> float:
+    """The detectable Δ of a run with ``tasks`` paired tasks whose mean 1 / pairs per task is
+    ``inverse_trials``: the one figure the report and ``runtime.power --from`` give."""
+    sd = math.sqrt(components.task_difference_variance(1, inverse_trials=inverse_trials))
+    return standardized_mde(tasks, alpha, power) * sd
 
 
 def mde_of_sd(sd_difference: float, tasks: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
@@ -122,20 +174,22 @@ def mde_of_sd(sd_difference: float, tasks: int, *, alpha: float = ALPHA, power: 
 
 
 def trials_for(components: Components, tasks: int, target: float, *, alpha: float = ALPHA,
-               power: float = POWER) -> int | None:
+               power: float = POWER, error_rate: float = 0.0) -> int | None:
     """The fewest trials per task and arm whose MDE is at most ``target``; ``None`` when no
     number of trials reaches it (the task × arm term's floor, or too few tasks)."""
     if not target > 0:
         raise ValueError(f"target Δ must be > 0, got {target!r}")
-    return _fewest(1, MAX_TRIALS, lambda n: mde(components, tasks, n, alpha=alpha, power=power) <= target)
+    return _fewest(1, MAX_TRIALS, lambda n: mde(components, tasks, n, alpha=alpha, power=power,
+                                                error_rate=error_rate) <= target)
 
 
 def tasks_for(components: Components, trials: int, target: float, *, alpha: float = ALPHA,
-              power: float = POWER, limit: int = 1_000_000) -> int | None:
+              power: float = POWER, limit: int = 1_000_000, error_rate: float = 0.0) -> int | None:
     """The fewest tasks whose MDE at ``trials`` is at most ``target`` (``None`` past ``limit``)."""
     if not target > 0:
         raise ValueError(f"target Δ must be > 0, got {target!r}")
-    return _fewest(2, limit, lambda n: mde(components, n, trials, alpha=alpha, power=power) <= target)
+    return _fewest(2, limit, lambda n: mde(components, n, trials, alpha=alpha, power=power,
+                                           error_rate=error_rate) <= target)
 
 
 def _fewest(low: int, high: int, enough: Callable[[int], bool]) -> int | None:
@@ -153,21 +207,20 @@ def _fewest(low: int, high: int, enough: Callable[[int], bool]) -> int | None:
 
 
 @lru_cache(maxsize=4096)
-def standardized_mde(units: int, alpha: float = ALPHA, power: float = POWER) -> float:
+def standardized_mde(units: float, alpha: float = ALPHA, power: float = POWER) -> float:
     """The effect size (Δ over the per-unit sd) a two-sided one-sample t test on ``units``
     units finds with ``power`` at level ``alpha`` (statsmodels' ``TTestPower``)."""
     if units < 2:
         return math.inf
-    from statsmodels.stats.power import TTestPower
-
     import numpy as np
+    from statsmodels.stats.power import TTestPower
 
     found = TTestPower().solve_power(effect_size=None, nobs=units, alpha=alpha, power=power,
                                      alternative="two-sided")
     return float(np.ravel(found)[0])
 
 
-def power_of(effect_size: float, units: int, alpha: float = ALPHA) -> float:
+def power_of(effect_size: float, units: float, alpha: float = ALPHA) -> float:
     if units < 2:
         return 0.0
     if math.isinf(effect_size):
@@ -178,7 +231,7 @@ def power_of(effect_size: float, units: int, alpha: float = ALPHA) -> float:
                                     alternative="two-sided"))
 
 
-def _check(*, tasks: int, trials: int, alpha: float, power: float) -> None:
+def _check(*, tasks: int, trials: int, alpha: float, power: float, error_rate: float = 0.0) -> None:
     if not (isinstance(tasks, int) and tasks >= 2):
         raise ValueError(f"tasks must be an integer ≥ 2, got {tasks!r}")
     if not (isinstance(trials, int) and trials >= 1):
@@ -187,3 +240,5 @@ def _check(*, tasks: int, trials: int, alpha: float, power: float) -> None:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     if not 0 < power < 1:
         raise ValueError(f"power must be in (0, 1), got {power!r}")
+    if not (math.isfinite(error_rate) and 0 <= error_rate < 1):
+        raise ValueError(f"error rate must be in [0, 1), got {error_rate!r}")

@@ -12,6 +12,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+TASK_MODE_SD = 0.1
+"""The task × arm sd (each arm's own term) a plan assumes when no figure of the comparison
+gives one. No public source states this term for two strategies of one model on τ-bench, and 0
+— the effect the same on every task — is the most optimistic value there is: a plan made at 0 has
+60–76 % power, not 80 %, once the term is 0.1 (``bench/CALIBRATION.md``). 0.1 (a task's
+effect then varies with sd √2 · 0.1 ≈ 0.14 around the mean effect) is the value the outside
+simulations of this design used; every plan prints what it becomes at 0 and at twice this."""
+TASK_MODE_SENSITIVITY = (0.0, 2 * TASK_MODE_SD)
+"""The task × arm sds every plan is also worked at."""
+BOUND_SD = 0.5
+"""The largest sd a score in [0, 1] can have: the bound ToolSandbox is planned against."""
+
 
 @dataclass(frozen=True)
 class Figures:
