@@ -49,14 +49,13 @@ bench-backends: $(STAMP)
 	$(PY) bench/backends_scaling.py --latency 1 --waves 3 --workers 2 --concurrency 16 32 64 128 \
 		--write bench/RESULTS.md
 
-# Calibration by simulation of the statistics (seeded; a few minutes on one core).
+# Calibration by simulation of the statistics, seeded: the fixed-size intervals' coverage, the
+# plans' power and the variance components (bench/CALIBRATION.md, about 5 minutes on one core),
+# then the anytime-valid sequence under a look after every wave (bench/SEQUENTIAL.md, about 1.5).
 calibration: $(STAMP)
+	$(PY) -m bench.calibration --write bench/CALIBRATION.md
 	$(PY) -m bench.sequential_calibration --write bench/SEQUENTIAL.md
 
 clean:
 	rm -rf $(VENV) runs
 
-# The statistics' calibration by simulation (coverage of the intervals, power of the plans, the
-# variance components): a few minutes on one core; replaces bench/CALIBRATION.md.
-calibration: $(STAMP)
-	$(PY) -m bench.calibration --write bench/CALIBRATION.md
