@@ -71,10 +71,7 @@ def plan_lines(env: str, tasks: int, trials: int, modes: list[str],
             continue
         mde = design.mde(variance.components, tasks, trials)
         scale = paper[2] if paper else 1.0
-        bound = "at most " if variance.upper_bound else ""
-        line = (f"{env} · {treatment} − {control}: {tasks} tasks × {trials} trials → detectable Δ "
-                f"{bound}{mde * scale:.3g} (variance: {variance.label}; α 0.05, power 80%)")
-        lines.append(line)
+        lines.append(pair_line(env, tasks, trials, treatment, control, scale))
         if paper and (treatment, control) == ("refine", "plan-first"):
             low, high, scale, unit = paper
             if mde * scale > high:
@@ -86,3 +83,15 @@ def plan_lines(env: str, tasks: int, trials: int, modes: list[str],
                 lines.append(f"{env} · refine − plan-first reaches only the top of the paper's effect "
                              f"(+{low:g} to +{high:g} {unit}): detectable from {mde * scale:.3g}")
     return lines
+
+
+def pair_line(env: str, tasks: int, trials: int, treatment: str, control: str, scale: float = 1.0) -> str:
+    """The detectable Δ of ``treatment`` − ``control``, two arms paired on the same tasks (Refine
+    − Plan-first, or Refine under two critique strategies), at the planning variance."""
+    if tasks < 2:
+        return f"{env} · {treatment} − {control}: {tasks} task: nothing can be detected"
+    variance = planning_variance(env)
+    mde = design.mde(variance.components, tasks, trials)
+    bound = "at most " if variance.upper_bound else ""
+    return (f"{env} · {treatment} − {control}: {tasks} tasks × {trials} trials → detectable Δ "
+            f"{bound}{mde * scale:.3g} (variance: {variance.label}; α 0.05, power 80%)")
