@@ -46,6 +46,7 @@ PURPOSES = {
     "judge": Purpose("judge_model", "judging a plan", 128),
     "critic": Purpose("critic_model", "critiquing p0", 160),
     "self-critic": Purpose("model", "critiquing p0", 160),
+    "writer": Purpose("critic_model", "wording a sealed critique", 160),
     "planner": Purpose("model", "writing plan p0", 256),
     "reviser": Purpose("model", "revising p0 into p1", 256),
     "auditor": Purpose("auditor_model", "checking a critique for leaks", None),

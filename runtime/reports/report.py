@@ -37,7 +37,7 @@ from runtime.reports.stats import (  # noqa: E402
 from runtime.folder.records import AA_MODE  # noqa: E402
 from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings, re_run_line, re_runs  # noqa: E402
-from runtime.reports import explorer, free_text, leaks, provenance, task_sets, verdicts  # noqa: E402
+from runtime.reports import channel, explorer, free_text, leaks, provenance, task_sets, verdicts  # noqa: E402
 from runtime.reports.deltas import components_fields, components_line  # noqa: E402
 from runtime.stats.verdict import verdict  # noqa: E402
 
@@ -344,7 +344,8 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     beside = free_text.markdown_section(free_text.free_text_rows(cells(df, pooled=bool(meta)),
                                                                  meta.get("published", {})))
     head, _, rest = markdown(table, title, beside).partition("\n\n")
-    md = (f"{head}\n\n{task_sets.header(folder)}{rest}" + leaks.markdown_section(df) + provenance.markdown_section(df)
+    md = (f"{head}\n\n{task_sets.header(folder)}{rest}" + leaks.markdown_section(df) + channel.markdown_section(df)
+          + provenance.markdown_section(df)
           + verdicts.markdown_section(df))
     if settings_mixed(df):
         counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
