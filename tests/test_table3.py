@@ -70,6 +70,8 @@ def test_the_real_table3_config_is_valid_and_dry_runs(capsys):
     assert {c.env for c in parsed.environments} == {"toolsandbox", "tau2"}
     assert all(c.tasks == 200 for c in parsed.environments)
     assert parsed.refine_strategies == ["anti-leak", "sealed"]
+    smoke = table3.load_config(config.with_name("table3-smoke.yaml"))  # the same pipeline, offline
+    assert smoke.refine_strategies == parsed.refine_strategies and smoke.modes == parsed.modes
     assert table3.main(["--config", str(config), "--dry-run", "--out", "/nonexistent/never-written"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "total: 14400 episodes" in out  # 400 tasks × 3 trials × 4 arms × 3 models
@@ -211,3 +213,45 @@ out: {out}
     assert len(invocations) == 2
     assert [i["config"]["mode"] for i in invocations] == ["direct", "direct"]
     assert [i["modes"] for i in invocations] == [["direct"], ["direct"]]
+
+
+def test_a_scripted_matrix_reports_refine_anti_leak_minus_sealed(tmp_path):
+    """Both Refine arms revise Plan-first's p0; the report gives their difference under Table 3
+    with its interval, detectable size and reading."""
+    from testkit.plan_follower import PlanFollowingRoles
+    from tests.conftest import read_records
+
+    model = PlanFollowingRoles(noise=0.3, wrong_share=0.5).model_name("plan-follower-t3-sealed")
+    out = tmp_path / "out"
+    config = _write(tmp_path, f"""
+name: t3-sealed
+seed: 3
+trials: 1
+modes: [plan-first, refine]
+strategies: [anti-leak, sealed]
+models: [{model}]
+concurrency: 2
+no_judge: true
+environments:
+  - env: tau2
+    domains: [airline]
+    tasks: 4
+out: {out}
+""")
+    assert table3.main(["--config", str(config)]) == 0
+    records = read_records(out)
+    by = Counter((r["key"]["mode"], r["key"]["strategy"]) for r in records)
+    assert by == {("plan-first", ""): 4, ("refine", "anti-leak"): 4, ("refine", "sealed"): 4}
+    p0 = {(r["key"]["task_id"], r["key"]["trial"], r["key"]["mode"], r["key"]["strategy"]): json.dumps(r["p0"])
+          for r in records}
+    assert all(p0[(t, k, "refine", s)] == p0[(t, k, "plan-first", "")] for (t, k, m, s) in p0 if m == "refine")
+    md = (out / "report.md").read_text()
+    assert "## Refine(anti-leak) − Refine(sealed): how much of the gain needs free text" in md
+    (row,) = [line for line in md.splitlines() if line.startswith(f"| tau2 | {model} | 4 |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert re.fullmatch(r"[+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]", cells[5]), row  # Δ [95% CI]
+    assert re.fullmatch(r"±\d\.\d{3}", cells[6]), row  # detectable
+    (reading,) = [line for line in md.splitlines() if line.startswith(f"- tau2 · {model}: ")]
+    assert any(words in reading for words in ("free text carried part", "sealed scores higher",
+                                               "no evidence that the free text matters", "inconclusive"))
+    assert pd.read_csv(out / "report.csv")["strategy"].tolist() == ["anti-leak", "sealed"]
