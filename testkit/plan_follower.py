@@ -143,7 +143,7 @@ class PlanFollowingRoles:
                 del steps[drop]
             seen = "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
             return text(json.dumps({"plan": _summary(task), "tool_chain": _plan_steps(steps, seen if self.honest else None)}))
-        if purpose in ("critic", "self-critic") and sealed_answers.is_sealed_critic(request):
+        if purpose in ("critic", "self-critic", "sealed-critic") and sealed_answers.is_sealed_critic(request):
             return sealed_answers.sealed_critic(request, context)  # no string to reveal anything in
         if purpose == "writer":
             return sealed_answers.writer(request, context)

@@ -71,7 +71,7 @@ class ScriptedRoles:
         purpose = context.get("purpose")
         if purpose == "planner":
             return self.planner(request, context)
-        if purpose in ("critic", "self-critic"):
+        if purpose in ("critic", "self-critic", "sealed-critic"):
             if sealed_answers.is_sealed_critic(request):
                 return self.sealed_critic(request, context)
             return self.critic(request, context)

@@ -194,8 +194,8 @@ def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     strategy = ctx.strategy
     if strategy.critic_role is None:
         return {}
-    purpose = critique_purpose(strategy.critic_role)
     settings = strategy.settings
+    purpose = "sealed-critic" if settings.sealed else critique_purpose(strategy.critic_role)
     auditor = None
     if ctx.auditor and settings.guarded and settings.sees_supervision:
         auditor = LeakAuditor(ctx.client("auditor"))
