@@ -18,12 +18,12 @@ its own)."""
 # critic and judge read the full tool schemas and a reference plan beside the policy: about 30,000
 # characters on airline and retail with an empty plan (the executor's policy and tools: 7,000 tokens)
 TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (8500, 400), "judge": (8500, 300), "auditor": (2500, 60),
-          "executor": (7000, 150), "user": (1500, 60), "nl_judge": (3000, 250), "writer": (7500, 400)}
+          "executor": (7000, 150), "user": (1500, 60), "nl_judge": (3000, 250),
+          "sealed-critic": (8500, 150), "writer": (7500, 400)}
 """Rough (prompt, completion) tokens per call and purpose (the NL judge reads the conversation
-and the task's assertions once, at scoring). A sealed critique's writer reads the task view, p0
-and the findings (no supervision, no reference plan) and writes the rationale."""
-SEALED_CRITIC_TOKENS = (8500, 150)
-"""The sealed critic reads what the critic reads but answers only enums and bounded integers."""
+and the task's assertions once, at scoring). The sealed critic reads what the critic reads but
+answers only enums and bounded integers; its writer reads the task view, p0 and the findings (no
+supervision, no reference plan) and writes the rationale."""
 
 
 def refine_calls(strategy: str | None = None) -> dict[str, int]:
@@ -43,6 +43,7 @@ def refine_calls(strategy: str | None = None) -> dict[str, int]:
     if chosen.critic_role == "model":
         calls["self-critic"] = calls.pop("critic")
     if chosen.name == "sealed":  # the critic, then the writer, both the critic's model
+        calls["sealed-critic"] = calls.pop("critic")
         calls["writer"] = 1
     return calls
 
@@ -76,8 +77,6 @@ def episode_estimate(mode: str, roles: Mapping[str, str], prices: Mapping[str, P
     out = EpisodeEstimate()
     calls = refine_calls(strategy) if mode == "refine" else dict(CALLS[mode])
     tokens = {**TOKENS, "self-critic": TOKENS["critic"]}
-    if mode == "refine" and strategy == "sealed":
-        tokens["critic"] = SEALED_CRITIC_TOKENS
     if nl_judge is not None:
         calls["nl_judge"] = 1
         roles = {**roles, PURPOSES["nl_judge"].role: nl_judge}
