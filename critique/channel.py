@@ -30,7 +30,7 @@ It is at most ``max_bits``, equals it when the critic used every finding, and is
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 from evrcore.critique import GRADES
 from evrcore.taxonomy import ERROR_CODES
@@ -45,7 +45,7 @@ def positions(steps: int) -> int:
     return 2 * steps + 1
 
 
-@lru_cache(maxsize=None)
+@cache
 def answers(steps: int, max_findings: int, aspects: int) -> int:
     """The number of distinct valid answers (see the module's formula)."""
     flags = len(ERROR_CODES)

@@ -19,16 +19,29 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from critique.auditor import LeakAuditor
-from critique.channel import answers, bits, positions
+from critique.channel import answers, bits
 from critique.critic import LEAK_FEEDBACK, CriticError, CriticResult
 from critique.guard_outcome import GuardOutcome, union_findings
 from critique.reference import reference_plan, tools_text
 from envs.base import Supervision, TaskView
 from evrcore.chat import ChatModel, extract_json
-from evrcore.critique import FREE_CRITIQUE_JSON_SCHEMA, GRADES, Critique, ErrorFlags, FreeCritique
+from evrcore.critique import (
+    FREE_CRITIQUE_JSON_SCHEMA,
+    GRADES,
+    Critique,
+    ErrorFlags,
+    FreeCritique,
+)
 from evrcore.plan import Plan
 from evrcore.prompts import render
 from evrcore.taxonomy import DEFINITIONS, ERROR_CODES, definitions_text
@@ -82,7 +95,7 @@ class Finding(BaseModel):
     aspect: Aspect
 
     @model_validator(mode="after")
-    def _one_position(self, info: ValidationInfo) -> "Finding":
+    def _one_position(self, info: ValidationInfo) -> Finding:
         n = (info.context or {}).get("steps")
         if (self.step is None) == (self.missing_after is None):
             raise ValueError("a finding names exactly one of step or missing_after")
@@ -120,7 +133,7 @@ class SealedAnswer(BaseModel):
     findings: list[Finding] = Field(max_length=MAX_FINDINGS)
 
     @model_validator(mode="after")
-    def _closed(self) -> "SealedAnswer":
+    def _closed(self) -> SealedAnswer:
         if not any(abs(self.grade - g) < 1e-9 for g in GRADES):
             raise ValueError(f"grade {self.grade} is not one of {list(GRADES)}")
         on = {code for code, value in self.errors.model_dump().items() if value}
@@ -129,7 +142,7 @@ class SealedAnswer(BaseModel):
             raise ValueError(f"findings carry flags {stray} that the errors do not set")
         return self
 
-    def canonical(self) -> "SealedAnswer":
+    def canonical(self) -> SealedAnswer:
         """Findings as a set: duplicates collapse, order is fixed (the critic's order carries
         nothing), grade snapped to the allowed set."""
         grade = next(g for g in GRADES if abs(self.grade - g) < 1e-9)
@@ -207,7 +220,9 @@ class SealedCritic:
             raise ValueError("the sealed critic needs the supervision")
         steps = len(plan.tool_chain)
         answer, raw, note = self.closed_answer(view, supervision, plan)
-        from critique.leak_guard import LeakGuard  # its word lists load with the first critique
+        from critique.leak_guard import (
+            LeakGuard,  # its word lists load with the first critique
+        )
 
         guard = LeakGuard(view, supervision, plan)
         outcome = GuardOutcome(audited=self.auditor is not None)

@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import Any, Callable
-
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from testkit.loopback import LoopbackServer
 
@@ -59,7 +59,7 @@ class ChatStub(LoopbackServer):
 
 
 class _StubHandler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         owner: ChatStub = self.server.owner  # type: ignore[attr-defined]
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         with owner.lock:

@@ -17,7 +17,14 @@ import json
 import pytest
 
 from envs.tau2 import Tau2Environment
-from testkit.adversarial_endpoint import MARKER, ChatStub, Tally, adversarial_critic, quiet_user, planner_and_executor
+from testkit.adversarial_endpoint import (
+    MARKER,
+    ChatStub,
+    Tally,
+    adversarial_critic,
+    planner_and_executor,
+    quiet_user,
+)
 
 TASKS = ("1", "4", "7")  # airline tasks whose reference holds IDs, dates and amounts
 

@@ -33,7 +33,7 @@ def channel_figures(part: pd.DataFrame) -> dict[str, Any]:
     if made.empty:
         return {}
     return {
-        "channel_critiques": int(len(made)),
+        "channel_critiques": len(made),
         "channel_max_bits_mean": round(float(made["channel_max_bits"].mean()), 2),
         "channel_max_bits_max": round(float(made["channel_max_bits"].max()), 2),
         "channel_used_bits_mean": round(float(made["channel_used_bits"].mean()), 2),
