@@ -83,7 +83,7 @@ class Table3Config(RunSettings):
         return value
 
     @model_validator(mode="after")
-    def _one_list_of_strategies(self) -> "Table3Config":
+    def _one_list_of_strategies(self) -> Table3Config:
         if self.strategies is None:
             return self
         if "strategy" not in self.model_fields_set:

@@ -11,7 +11,8 @@ over tasks with the interval, detectable size and p-value every Δ of the report
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -75,22 +76,24 @@ def markdown_section(rows: list[dict[str, Any]]) -> str:
     """The report's section; empty when no cell ran both arms."""
     if not rows:
         return ""
-    lines = ["", f"## {TITLE}", "",
-             "Both arms revise the same p0. `sealed`'s critic, which sees the supervision, answers "
+    intro = ("Both arms revise the same p0. `sealed`'s critic, which sees the supervision, answers "
              "only in enums and bounded integers; a second call that never sees it writes the "
              "rationale. A gain that survives sealing came through the diagnosis; a gain that "
              "disappears needed the free text. Paired over tasks, 95% CI clustered by task, "
-             "detectable: the Δ this run finds with 80% power at its own variance.", "",
-             "| env | tested model | tasks | Refine (anti-leak) | Refine (sealed) | "
-             "Δ anti-leak − sealed [95% CI] | detectable | p |", "|---|---|---|---|---|---|---|---|"]
+             "detectable: the Δ this run finds with 80% power at its own variance; p: the "
+             "clustered t test's.")
+    header = ("| env | tested model | tasks | Refine (anti-leak) | Refine (sealed) | "
+              "Δ anti-leak − sealed [95% CI] | detectable | p |")
+    lines = ["", f"## {TITLE}", "", intro, "", header, "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         s = r["scale"]
         digits = 1 if s != 1.0 else 3
         if r.get("delta") is None:
             cells = ["–"] * 4
         else:
-            cells = [str(r["tasks"]), f"{_f(r['delta'], digits, s, True)} [{_f(r['low'], digits, s, True)}, "
-                     f"{_f(r['high'], digits, s, True)}]",
+            interval = (f"{_f(r['delta'], digits, s, True)} [{_f(r['low'], digits, s, True)}, "
+                        f"{_f(r['high'], digits, s, True)}]")
+            cells = [str(r["tasks"]), interval,
                      "none (1 task)" if math.isinf(r["mde"]) else f"±{r['mde'] * s:.{digits}f}",
                      _f(r["p"], 3)]
         lines.append(f"| {r['env']} | {r['model']} | {cells[0]} | {_f(r['anti_leak_mean'], digits, s)} | "
