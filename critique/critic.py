@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from critique.auditor import LeakAuditor
 from critique.critic_settings import CriticSettings
-from critique.guard_outcome import GuardOutcome
+from critique.guard_outcome import GuardOutcome, union_findings
 from critique.reference import reference_plan, tools_text
 from envs.base import Supervision, TaskView
 from evrcore.chat import ChatModel, extract_json
@@ -52,6 +52,8 @@ class CriticResult(BaseModel):
     raw_answers: list[str] = Field(default_factory=list)
     note: str | None = Field(default=None, description="What the verdict rule settled in the "
                              "critic's last answer (grade against flags), when anything was.")
+    channel: dict | None = Field(default=None, description="The sealed critique's channel use "
+                                 "(critique.sealed.ChannelUse); None for the other strategies.")
 
 
 ANTI_LEAK = CriticSettings()
@@ -110,9 +112,9 @@ class Critic:
                 return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw,
                                     note=note)
             outcome.fired = True
-            outcome.rule_findings = _union(outcome.rule_findings, rules)
-            outcome.auditor_findings = _union(outcome.auditor_findings, audit)
-            outcome.findings = _union(outcome.findings, rules + audit)
+            outcome.rule_findings = union_findings(outcome.rule_findings, rules)
+            outcome.auditor_findings = union_findings(outcome.auditor_findings, audit)
+            outcome.findings = union_findings(outcome.findings, rules + audit)
             if leaks < self.leak_retries:
                 leaks += 1
                 outcome.action = "retried"
@@ -194,8 +196,3 @@ def _format_feedback(exc: Exception, taxonomy: bool) -> str:
 def _contradiction_feedback(problem: str) -> str:
     return (f"Your grade contradicts your error flags: {problem}. The rule: {RULE}. Answer again "
             "with the JSON object only, grade and flags agreeing.")
-
-
-def _union(a: list, b: list) -> list:
-    seen = {(f.kind, f.text) for f in a}
-    return a + [f for f in b if (f.kind, f.text) not in seen]

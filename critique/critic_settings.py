@@ -16,3 +16,5 @@ class CriticSettings:
     taxonomy: bool = True
     guarded: bool = True
     may_reveal: bool = False
+    sealed: bool = False
+    """Answer in the closed schema of ``critique.sealed``; a second call writes the rationale."""

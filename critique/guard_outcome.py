@@ -31,3 +31,9 @@ class GuardOutcome(BaseModel):
         default_factory=list, description="What the auditor still found in the redacted rationale.")
     audited: bool = Field(default=False, description="Whether a leak auditor read the rationale.")
     removed: list[str] = Field(default_factory=list, description="Spans cut by redaction.")
+
+
+def union_findings(a: list[LeakFinding], b: list[LeakFinding]) -> list[LeakFinding]:
+    """``a`` and the findings of ``b`` it does not already hold (by kind and text)."""
+    seen = {(f.kind, f.text) for f in a}
+    return a + [f for f in b if (f.kind, f.text) not in seen]

@@ -11,6 +11,7 @@ compare the critique and nothing else.
 | critic-metric | the critic model | no | yes |
 | anti-leak (default Refine) | the critic model | yes, through the leak guard | yes |
 | leaky (UPPER BOUND, positive control) | the critic model | yes, and may reveal it | yes |
+| sealed | the critic model, in enums only; an uninformed writer words it | yes, through a closed schema | yes |
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from evrcore.critique import Reviewer
 
 if TYPE_CHECKING:  # the critic (and its leak guard) is imported when a strategy makes one
     from critique.critic import Critic
+    from critique.sealed import SealedCritic
 
 DEFAULT_STRATEGY = "anti-leak"
 
@@ -46,11 +48,16 @@ class Strategy:
             return "self"
         return "critic-with-reference" if self.settings and self.settings.sees_supervision else "critic"
 
-    def critic(self, model, auditor=None) -> Critic | None:
+    def critic(self, model, auditor=None, writer=None) -> Critic | SealedCritic | None:
         """The strategy's critic; ``auditor`` (a ``LeakAuditor``) is used only where the
-        rationale is guarded."""
+        rationale is guarded; ``writer`` (a client of the critic's model) words a sealed
+        critique."""
         if self.settings is None:
             return None
+        if self.settings.sealed:
+            from critique.sealed import SealedCritic
+
+            return SealedCritic(model, writer=writer, auditor=auditor)
         from critique.critic import Critic
 
         return Critic(model, self.settings, auditor=auditor)
@@ -70,6 +77,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
              summary="the critic model sees the reference; its rationale passes the leak guard"),
     Strategy("leaky", "critic_model", CriticSettings(sees_supervision=True, taxonomy=True, guarded=False, may_reveal=True),
              upper_bound=True, summary="UPPER BOUND: the critic may reveal the reference"),
+    Strategy("sealed", "critic_model", CriticSettings(sealed=True),
+             summary="the critic sees the reference but answers in enums only (grade, E1–E6, findings "
+             "pointing into p0); a writer that never sees it words the rationale"),
 ]}
 
 

@@ -6,7 +6,9 @@ Runs Plan-first once and Refine once per strategy on the same tasks, trials, ope
 and p0, then writes ``ablation.md`` and ``ablation.csv`` into the run folder: per strategy, the
 execution score with a paired 95% CI of its difference to Plan-first, the plan judge's
 correctness and grade p0 → p1, E1–E6 rates p0 → p1, guard firings, tokens and cost.
-``leaky`` is the positive control and is labelled an upper bound wherever it appears.
+``leaky`` is the positive control and is labelled an upper bound wherever it appears. With
+``anti-leak`` and ``sealed`` both run, ``ablation.md`` also gives Refine(anti-leak) −
+Refine(sealed): how much of the gain needs the critic's free text.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from runtime.compose.build import build_run
         from runtime.cli.lifecycle import error_rate_exit, execute, write_report, write_summary
         from runtime.reports.ablation import ablation_table, write_table
+        from runtime.reports.free_text import section_for
         from runtime.reports.summary import frame
 
         console = Console()
@@ -60,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         def finish() -> int:
             records = write_summary(run, console)
-            write_table(ablation_table(frame(records)), run.out)
+            df = frame(records)
+            write_table(ablation_table(df), run.out, beside=section_for(df))
             console.print(escape(f"ablation table: {run.out / 'ablation.md'}"))
             write_report(run, console)
             return error_rate_exit(records, run.config.max_error_rate)

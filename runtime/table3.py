@@ -13,9 +13,10 @@ import json
 import random
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 from rich.markup import escape
 
 from runtime.compose import config as cfg
@@ -49,16 +50,53 @@ class Published(BaseModel):
     unit: str = ""
 
 
+def _known_strategy(name: str) -> str:
+    from critique.strategies import STRATEGIES
+
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown critique strategy; accepted: {', '.join(STRATEGIES)}")
+    return name
+
+
 class Table3Config(RunSettings):
-    """The matrix: the shared run settings, plus tested models × environments × modes."""
+    """The matrix: the shared run settings, plus tested models × environments × modes, and the
+    critique strategies Refine runs under."""
 
     name: str = "table3"
     out: Path = Path("runs/table3")
     modes: list[Literal["direct", "plan-first", "refine"]] = Field(
         default_factory=lambda: ["direct", "plan-first", "refine"], min_length=1)
+    strategies: list[Annotated[str, AfterValidator(_known_strategy)]] | None = Field(
+        default=None, min_length=1, description="The critique strategies Refine runs under, each "
+        "revising the same p0 Plan-first executes (default: [strategy]). With anti-leak and sealed "
+        "the report adds Refine(anti-leak) − Refine(sealed); leave sealed out to drop its arm.")
     models: list[str] = Field(min_length=1)
     environments: list[EnvironmentCell] = Field(min_length=1)
     published: dict[str, Published] = Field(default_factory=dict)
+
+    @field_validator("strategies")
+    @classmethod
+    def _each_once(cls, value: list[str] | None) -> list[str] | None:
+        twice = sorted({s for s in value or [] if value.count(s) > 1})
+        if twice:
+            raise ValueError(f"names {', '.join(twice)} more than once; give each strategy once")
+        return value
+
+    @model_validator(mode="after")
+    def _one_list_of_strategies(self) -> Table3Config:
+        if self.strategies is None:
+            return self
+        if "strategy" not in self.model_fields_set:
+            self.strategy = self.strategies[0]  # the run's own strategy, as run.json records it
+        elif self.strategy not in self.strategies:
+            raise ValueError(f"strategy {self.strategy!r} is not among strategies {self.strategies}; "
+                             "give strategies alone")
+        return self
+
+    @property
+    def refine_strategies(self) -> list[str]:
+        """The strategies Refine runs under, the first being the run's own ``strategy``."""
+        return list(self.strategies or [self.strategy])
 
 
 def load_config(path: Path) -> Table3Config:
@@ -165,31 +203,46 @@ def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) 
                 if not ids:
                     continue
                 runs.append(RunConfig(
-                    **{**config.shared(), "max_steps": cell.max_steps or config.max_steps},
+                    **{**config.shared(), "max_steps": cell.max_steps or config.max_steps,
+                       "strategy": config.refine_strategies[0]},
                     env=cell.env, mode="all", domain=domain, task_ids=ids, model=model,
                     out=config.out, run_id=config.name,
                 ))
     return runs
 
 
+def arms(config: Table3Config) -> list[tuple[str, str | None]]:
+    """Every arm a cell runs, as (mode, Refine's strategy or None): Refine once per strategy."""
+    return [(mode, strategy) for mode in config.modes
+            for strategy in (config.refine_strategies if mode == "refine" else [None])]
+
+
 def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+    """Episodes, model calls and cost per environment × tested model, and per arm (``by_arm``:
+    Refine under each strategy apart, since a sealed critique makes two calls)."""
     from runtime.llm.estimate import environment_judge, episode_estimate
 
     rows, unpriced, unpriced_roles = [], set(), {}
+    by_arm: dict[str, dict[str, float]] = {}
     total_episodes = total_calls = 0
     total_cost = 0.0
     for cell in config.environments:
         n_tasks = sum(len(v) for v in sample.get(cell.env, {}).values())
         for model in config.models:
             roles = resolve({role: getattr(config, role) for role in ROLES if role != "model"}, model)
-            episodes = n_tasks * config.trials * len(config.modes)
+            episodes = n_tasks * config.trials * len(arms(config))
             calls = cost = 0.0
-            for mode in config.modes:
+            for mode, strategy in arms(config):
                 one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
                                        auditor=not config.no_auditor,
-                                       nl_judge=environment_judge(cell.env))
+                                       nl_judge=environment_judge(cell.env), strategy=strategy)
                 calls += one.calls * n_tasks * config.trials
                 cost += one.cost_usd * n_tasks * config.trials
+                arm = by_arm.setdefault(arm_label(mode, strategy), {"episodes": 0, "model_calls": 0.0,
+                                                                    "cost_usd": 0.0})
+                arm["episodes"] += n_tasks * config.trials
+                arm["model_calls"] += one.calls * n_tasks * config.trials
+                arm["cost_usd"] += one.cost_usd * n_tasks * config.trials
                 for role, models in one.unpriced.items():
                     unpriced |= models
                     unpriced_roles.setdefault(role, set()).update(models)
@@ -199,13 +252,17 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
             total_calls += int(calls)
             total_cost += cost
     return {"rows": rows, "episodes": total_episodes, "model_calls": total_calls,
-            "cost_usd": total_cost, "unpriced_models": sorted(unpriced),
+            "cost_usd": total_cost, "by_arm": by_arm, "unpriced_models": sorted(unpriced),
             "unpriced_roles": {role: sorted(models) for role, models in unpriced_roles.items()}}
+
+
+def arm_label(mode: str, strategy: str | None) -> str:
+    return f"{mode} ({strategy})" if strategy else mode
 
 
 def detectable_lines(config: Table3Config, sample) -> list[str]:
     """The minimum detectable Δ of every comparison the modes make, per environment."""
-    from runtime.cli.plan import plan_lines
+    from runtime.cli.plan import pair_line, plan_lines
 
     lines = []
     for cell in config.environments:
@@ -213,7 +270,16 @@ def detectable_lines(config: Table3Config, sample) -> list[str]:
         pub = config.published.get(cell.env)
         paper = (pub.low, pub.high, pub.scale, pub.unit or "") if pub else None
         lines += plan_lines(cell.env, tasks, config.trials, list(config.modes), paper)
+        if free_text_arms(config):
+            lines.append(pair_line(cell.env, tasks, config.trials, "refine(anti-leak)", "refine(sealed)",
+                                   paper[2] if paper else 1.0))
     return lines
+
+
+def free_text_arms(config: Table3Config) -> bool:
+    """Whether the matrix runs Refine under both anti-leak and sealed: the comparison that says
+    how much of Refine's gain needs the critic's free text."""
+    return "refine" in config.modes and {"anti-leak", "sealed"} <= set(config.refine_strategies)
 
 
 def target_trials(config: Table3Config, sample, target: float | None, say) -> Table3Config:
@@ -243,11 +309,14 @@ def dry_run(config: Table3Config, sample, console: Console) -> int:
     est = estimate(config, sample)
     rows = [[r["env"], r["model"], str(r["tasks"]), str(r["episodes"]), str(r["model_calls"]),
              f"{r['cost_usd']:.2f}"] for r in est["rows"]]
-    console.print(FitTable(f"{config.name}: {config.trials} trial(s) × modes "
-                           f"{', '.join(config.modes)}", columns, rows, labels=2))
+    console.print(FitTable(f"{config.name}: {config.trials} trial(s) × arms "
+                           f"{', '.join(arm_label(m, s) for m, s in arms(config))}", columns, rows, labels=2))
     console.print(escape(f"total: {est['episodes']} episodes, ~{est['model_calls']} model calls, "
                          f"~${est['cost_usd']:.2f} (litellm's prices and yours; per-call token "
                          "sizes are rough averages, so treat this as an order of magnitude)"))
+    for name, arm in est["by_arm"].items():
+        console.print(escape(f"arm {name}: {arm['episodes']} episodes, ~{int(arm['model_calls'])} "
+                             f"model calls, ~${arm['cost_usd']:.2f}"))
     for line in detectable_lines(config, sample):
         console.print(escape(line))
     for role, models in est["unpriced_roles"].items():
@@ -300,7 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         open_folder(config.out, "--out", RunStore)
         sample = draw_sample(config, config.out)
         config = target_trials(config, sample, args.target_mde, console.print)
-        runs = [build_run(c, console.print, modes=list(config.modes)) for c in cell_configs(config, sample)]
+        runs = [build_run(c, console.print, modes=list(config.modes), strategies=config.refine_strategies)
+                for c in cell_configs(config, sample)]
         write_json_atomic(config.out / "table3.json", json.loads(config.model_dump_json()))
 
         def finish() -> int:

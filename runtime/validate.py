@@ -270,7 +270,7 @@ def dry_run(config: RunConfig, target: float | None) -> int:
     nl_judge = environment_judge(config.env, config.nl_judge_model)
     for mode in modes:
         one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
-                               auditor=not config.no_auditor, nl_judge=nl_judge)
+                               auditor=not config.no_auditor, nl_judge=nl_judge, strategy=config.strategy)
         cost += one.cost_usd * tasks * trials
         unpriced |= {m for models in one.unpriced.values() for m in models}
     print(f"dry run: {config.env} · {tasks} tasks × {trials} trials × modes {', '.join(modes)} = "

@@ -25,7 +25,8 @@ PY=${PY:-.venv/bin/python}
 ARCHIVE=${1:-${TAU3_ARCHIVE:-../shared/vendor/tau2-bench-a2c0247.tar.gz}}
 SHA256=${TAU3_SHA256:-e8300e38d1d8988e48bdbdef30aff67eca7e581c156c4311e9bf4e5acfb93e25}
 CACHE=${EVR_TAU3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/exec-validation-runtime/ci-tau3}
-TESTS=(tests/test_tau3.py tests/test_tau3_task_sets.py tests/test_tau3_fidelity.py tests/test_tau3_regrade.py tests/test_tau3_embeddings.py tests/test_tau3_nl_judge.py tests/test_tau3_export.py)
+TESTS=(tests/test_tau3.py tests/test_tau3_task_sets.py tests/test_tau3_fidelity.py tests/test_tau3_regrade.py tests/test_tau3_embeddings.py tests/test_tau3_nl_judge.py
+       tests/test_tau3_export.py tests/test_sealed_tau3.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 T0=$(date +%s)
 

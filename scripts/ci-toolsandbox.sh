@@ -30,7 +30,8 @@ SHA256=${TOOLSANDBOX_SHA256:-c3146e6958f2d49c202a7196894d683ed20ac965283790178fb
 BASE_PYTHON=${TOOLSANDBOX_BASE_PYTHON:-python3}
 CACHE=${EVR_TS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/exec-validation-runtime/ci-toolsandbox}
 TESTS=(tests/test_toolsandbox.py tests/test_toolsandbox_agreement.py tests/test_provider_toolsandbox.py
-       tests/test_toolsandbox_cluster.py tests/test_toolsandbox_budget.py tests/test_toolsandbox_requests.py)
+       tests/test_toolsandbox_cluster.py tests/test_toolsandbox_budget.py tests/test_toolsandbox_requests.py
+       tests/test_sealed_toolsandbox.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 T0=$(date +%s)
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from envs.base import TaskSelection
 from envs.tau2 import tasks as tau2_tasks
+from testkit import sealed_answers
 from testkit.disguised_leak import decode, disguised_rationale
 from critique.provenance import Observed, is_trivial, scalar_keys
 from testkit.gold import opening_words, last_state_changing_write
@@ -142,6 +143,10 @@ class PlanFollowingRoles:
                 del steps[drop]
             seen = "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
             return text(json.dumps({"plan": _summary(task), "tool_chain": _plan_steps(steps, seen if self.honest else None)}))
+        if purpose in ("critic", "self-critic", "sealed-critic") and sealed_answers.is_sealed_critic(request):
+            return sealed_answers.sealed_critic(request, context)  # no string to reveal anything in
+        if purpose == "writer":
+            return sealed_answers.writer(request, context)
         if purpose in ("critic", "self-critic"):
             revealed = [{"name": a.name, "arguments": a.arguments} for a in actions]
             rationale = ("The plan stops before the goal is met. REFERENCE_ACTIONS=" + json.dumps(revealed))

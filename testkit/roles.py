@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testkit.leak_auditor import overlap_auditor
+from testkit import sealed_answers
 from testkit.scripted import Script, register_script, text
 
 DEFAULT_PLAN = {
@@ -54,6 +55,8 @@ class ScriptedRoles:
     reviser: Script = field(default_factory=lambda: fixed(DEFAULT_REVISION))
     judge: Script = field(default_factory=lambda: judge_by_revision_marker)
     auditor: Script = field(default_factory=lambda: overlap_auditor)
+    sealed_critic: Script = field(default_factory=lambda: sealed_answers.sealed_critic)
+    writer: Script = field(default_factory=lambda: sealed_answers.writer)
 
     def __post_init__(self) -> None:
         if self.act is None:
@@ -68,8 +71,12 @@ class ScriptedRoles:
         purpose = context.get("purpose")
         if purpose == "planner":
             return self.planner(request, context)
-        if purpose in ("critic", "self-critic"):
+        if purpose in ("critic", "self-critic", "sealed-critic"):
+            if sealed_answers.is_sealed_critic(request):
+                return self.sealed_critic(request, context)
             return self.critic(request, context)
+        if purpose == "writer":
+            return self.writer(request, context)
         if purpose == "judge":
             return self.judge(request, context)
         if purpose == "reviser":

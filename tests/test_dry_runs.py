@@ -72,7 +72,10 @@ def test_table3_dry_run_prints_a_detectable_delta_for_every_comparison(capsys):
     out = re.sub(r" (?=(tau2|toolsandbox) · )", "\n", out)
     found = {(m[1], m[2], m[3]): float(m[6]) for m in DETECTABLE.finditer(out) if m[4] == "200" and m[5] == "3"}
     assert set(found) == {(e, t, c) for e in ("tau2", "toolsandbox")
-                          for t, c in (("refine", "plan-first"), ("plan-first", "direct"))}, out
+                          for t, c in (("refine", "plan-first"), ("plan-first", "direct"),
+                                       ("refine(anti-leak)", "refine(sealed)"))}, out
+    # the two Refine arms are paired on the same tasks as Refine and Plan-first are
+    assert found["tau2", "refine(anti-leak)", "refine(sealed)"] == found["tau2", "refine", "plan-first"]
     assert found["tau2", "refine", "plan-first"] == pytest.approx(mde(_airline(), 200, 3), abs=5e-4)
     # ToolSandbox in similarity points: sd 0.5 (the most a [0, 1] score has) split as τ's is, and
     # the bound under the same model (all of it task × arm, which trials do not reduce)

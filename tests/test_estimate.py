@@ -3,6 +3,8 @@ LLM judge included (τ³ grades NL assertions with gpt-4.1 once an episode)."""
 
 from __future__ import annotations
 
+import pytest
+
 from runtime.llm.estimate import environment_judge, episode_estimate
 from runtime.llm.roles import ROLES
 
@@ -24,3 +26,34 @@ def test_an_episode_with_the_nl_judge_costs_one_call_more_at_the_judges_price():
         assert 0.003 < judged.cost_usd - plain.cost_usd < 0.03 and not judged.unpriced
     unknown = episode_estimate("direct", roles, nl_judge="someone/unknown-judge")
     assert unknown.unpriced == {"nl_judge_model": {"someone/unknown-judge"}}
+
+
+def test_refines_calls_follow_its_critique_strategy():
+    from runtime.llm.estimate import CALLS, refine_calls
+
+    base = refine_calls("anti-leak")
+    assert refine_calls(None) == base == CALLS["refine"]
+    sealed = refine_calls("sealed")  # the critic, then the writer
+    assert sealed == {**{k: v for k, v in base.items() if k != "critic"}, "sealed-critic": 1, "writer": 1}
+    none = refine_calls("none")  # p1 = p0: no critique, no revision
+    assert not {"critic", "auditor", "reviser"} & set(none) and none["executor"] == base["executor"]
+    for unguarded in ("leaky", "critic-metric"):
+        assert "auditor" not in refine_calls(unguarded) and refine_calls(unguarded)["critic"] == 1
+    assert refine_calls("self-metric")["self-critic"] == 1 and "critic" not in refine_calls("self-metric")
+    with pytest.raises(ValueError, match="accepted: .*anti-leak"):
+        refine_calls("sealde")
+
+
+def test_a_sealed_critique_adds_the_writer_at_the_critics_price():
+    from runtime.llm.prices import Price
+
+    roles = {**dict.fromkeys(ROLES, "tested/model"), "critic_model": "critic/model"}
+    prices = {"tested/model": Price.parse("1/2"), "critic/model": Price.parse("3/15")}
+    free = episode_estimate("refine", roles, prices, strategy="anti-leak")
+    sealed = episode_estimate("refine", roles, prices, strategy="sealed")
+    assert sealed.calls == free.calls + 1 and not sealed.unpriced
+    # the writer reads the task view, p0 and the findings (7,500 in, 400 out); the sealed critic
+    # answers enums (150 out instead of 400); both on the critic's price
+    assert sealed.cost_usd - free.cost_usd == pytest.approx((7500 * 3 + 400 * 15 - 250 * 15) / 1e6)
+    unpriced = episode_estimate("refine", {**roles, "critic_model": "someone/unknown"}, prices, strategy="sealed")
+    assert unpriced.unpriced == {"critic_model": {"someone/unknown"}}

@@ -66,6 +66,17 @@ def test_ray_gives_the_threads_records(tmp_path, local_ray, validate):
     assert artifacts(tmp_path / "ray") == artifacts(tmp_path / "threads")
 
 
+def test_ray_runs_the_sealed_critique_as_threads_do(tmp_path, local_ray, validate):
+    args = [*MOCK, "--mode", "refine", "--strategy", "sealed", "--tasks", "2", "--no-cache"]
+    code_t, threads = validate(*args, out=tmp_path / "threads")
+    code_r, on_ray = validate(*args, *RAY, out=tmp_path / "ray")
+    assert code_t == code_r == 0 and len(on_ray) == 2
+    assert comparable(on_ray) == comparable(threads)
+    assert all(r["status"] == "ok" and r["channel"]["max_bits"] > r["channel"]["used_bits"] > 0 for r in on_ray)
+    summary = json.loads((tmp_path / "ray" / "summary.json").read_text())
+    assert summary["by_arm"]["refine:sealed"]["channel_critiques"] == 2
+
+
 @pytest.mark.slow
 def test_ray_resumes_a_threads_run_reusing_its_p0(tmp_path, local_ray, validate):
     out = tmp_path / "run"

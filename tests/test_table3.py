@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -68,8 +69,75 @@ def test_the_real_table3_config_is_valid_and_dry_runs(capsys):
     assert len(parsed.models) == 3 and parsed.trials >= 1
     assert {c.env for c in parsed.environments} == {"toolsandbox", "tau2"}
     assert all(c.tasks == 200 for c in parsed.environments)
+    assert parsed.refine_strategies == ["anti-leak", "sealed"]
+    smoke = table3.load_config(config.with_name("table3-smoke.yaml"))  # the same pipeline, offline
+    assert smoke.refine_strategies == parsed.refine_strategies and smoke.modes == parsed.modes
     assert table3.main(["--config", str(config), "--dry-run", "--out", "/nonexistent/never-written"]) == 0
-    assert "total: 10800 episodes" in " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().out.split())
+    assert "total: 14400 episodes" in out  # 400 tasks × 3 trials × 4 arms × 3 models
+    assert "arm refine (anti-leak): 3600 episodes" in out and "arm refine (sealed): 3600 episodes" in out
+
+
+PRICED = """
+name: t3-priced
+trials: 2
+modes: [direct, plan-first, refine]
+models: [openai/gpt-4o]
+critic_model: openai/gpt-4o-mini
+environments:
+  - env: tau2
+    domains: [airline]
+    tasks: 40
+"""
+ARM = re.compile(r"arm refine \((\S+)\): (\d+) episodes, ~(\d+) model calls, ~\$([0-9.]+)")
+
+
+def _dry_run(tmp_path, capsys, text: str) -> tuple[str, dict[str, tuple[int, int, float]]]:
+    assert table3.main(["--config", str(_write(tmp_path, text)), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps to the terminal's width
+    return out, {m[1]: (int(m[2]), int(m[3]), float(m[4])) for m in ARM.finditer(out)}
+
+
+def test_dry_run_prices_refine_under_anti_leak_and_sealed(tmp_path, capsys):
+    from runtime.llm.estimate import episode_estimate
+    from runtime.llm.roles import ROLES, resolve
+
+    out, arms = _dry_run(tmp_path, capsys, PRICED + "strategies: [anti-leak, sealed]\n")
+    assert set(arms) == {"anti-leak", "sealed"}, out
+    (episodes, calls, cost), (s_episodes, s_calls, s_cost) = arms["anti-leak"], arms["sealed"]
+    assert episodes == s_episodes == 80  # 40 tasks × 2 trials, the same p0 for both
+    assert s_calls - calls == 80, "a sealed critique is two calls (critic, writer): one more an episode"
+    roles = resolve({"critic_model": "openai/gpt-4o-mini"}, "openai/gpt-4o")
+    assert set(roles) == set(ROLES)
+    one = {s: episode_estimate("refine", roles, strategy=s) for s in ("anti-leak", "sealed")}
+    extra = one["sealed"].cost_usd - one["anti-leak"].cost_usd
+    assert extra > 0 and s_cost - cost == pytest.approx(80 * extra, abs=0.011)
+    assert "total: 320 episodes" in out  # direct, plan-first, refine twice
+    assert "tau2 · refine(anti-leak) − refine(sealed): 40 tasks × 2 trials → detectable Δ" in out
+
+
+def test_a_config_may_drop_the_sealed_arm(tmp_path, capsys):
+    out, arms = _dry_run(tmp_path, capsys, PRICED + "strategies: [anti-leak]\n")
+    assert set(arms) == {"anti-leak"} and "total: 240 episodes" in out
+    assert "refine(sealed)" not in out and "refine (sealed)" not in out
+    plain, plain_arms = _dry_run(tmp_path, capsys, PRICED)  # no strategies: the config's strategy
+    assert plain_arms == arms and "total: 240 episodes" in plain
+
+
+@pytest.mark.parametrize("line, named", [
+    ("strategies: [anti-leak, sealde]", "strategies.1 = 'sealde'"),
+    ("strategies: []", "strategies"),
+    ("strategies: anti-leak", "strategies = 'anti-leak'"),
+    ("strategies: [sealed, sealed]", "sealed more than once"),
+    ("strategy: leaky\nstrategies: [anti-leak, sealed]", "strategy 'leaky' is not among strategies"),
+])
+def test_a_bad_strategies_value_is_one_line_and_exit_2(tmp_path, capsys, line, named):
+    assert table3.main(["--config", str(_write(tmp_path, PRICED + line + "\n")), "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and named in err[0] and "Traceback" not in captured.err, err
+    if "sealde" in line:
+        assert "accepted:" in err[0] and "anti-leak" in err[0]
 
 
 def _run(config: Path) -> subprocess.Popen:
@@ -145,3 +213,45 @@ out: {out}
     assert len(invocations) == 2
     assert [i["config"]["mode"] for i in invocations] == ["direct", "direct"]
     assert [i["modes"] for i in invocations] == [["direct"], ["direct"]]
+
+
+def test_a_scripted_matrix_reports_refine_anti_leak_minus_sealed(tmp_path):
+    """Both Refine arms revise Plan-first's p0; the report gives their difference under Table 3
+    with its interval, detectable size and reading."""
+    from testkit.plan_follower import PlanFollowingRoles
+    from tests.conftest import read_records
+
+    model = PlanFollowingRoles(noise=0.3, wrong_share=0.5).model_name("plan-follower-t3-sealed")
+    out = tmp_path / "out"
+    config = _write(tmp_path, f"""
+name: t3-sealed
+seed: 3
+trials: 1
+modes: [plan-first, refine]
+strategies: [anti-leak, sealed]
+models: [{model}]
+concurrency: 2
+no_judge: true
+environments:
+  - env: tau2
+    domains: [airline]
+    tasks: 4
+out: {out}
+""")
+    assert table3.main(["--config", str(config)]) == 0
+    records = read_records(out)
+    by = Counter((r["key"]["mode"], r["key"]["strategy"]) for r in records)
+    assert by == {("plan-first", ""): 4, ("refine", "anti-leak"): 4, ("refine", "sealed"): 4}
+    p0 = {(r["key"]["task_id"], r["key"]["trial"], r["key"]["mode"], r["key"]["strategy"]): json.dumps(r["p0"])
+          for r in records}
+    assert all(p0[(t, k, "refine", s)] == p0[(t, k, "plan-first", "")] for (t, k, m, s) in p0 if m == "refine")
+    md = (out / "report.md").read_text()
+    assert "## Refine(anti-leak) − Refine(sealed): how much of the gain needs free text" in md
+    (row,) = [line for line in md.splitlines() if line.startswith(f"| tau2 | {model} | 4 |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert re.fullmatch(r"[+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\]", cells[5]), row  # Δ [95% CI]
+    assert re.fullmatch(r"±\d\.\d{3}", cells[6]), row  # detectable
+    (reading,) = [line for line in md.splitlines() if line.startswith(f"- tau2 · {model}: ")]
+    assert any(words in reading for words in ("free text carried part", "sealed scores higher",
+                                               "no evidence that the free text matters", "inconclusive"))
+    assert pd.read_csv(out / "report.csv")["strategy"].tolist() == ["anti-leak", "sealed"]

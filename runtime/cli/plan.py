@@ -99,10 +99,7 @@ def plan_lines(env: str, tasks: int, trials: int, modes: list[str],
             continue
         components = compared_components(variance, treatment)
         mde = design.mde(components, tasks, trials)
-        said = ("A/A: the same agent twice, the variance above without a task × arm term; one A/A Δ "
-                "is one draw of the noise, not a floor" if treatment == AA_MODE else f"variance: {variance.label}")
-        lines.append(f"{env} · {treatment} − {control}: {tasks} tasks × {trials} trials → detectable Δ "
-                     f"{mde * scale:.3g} ({said}; α 0.05, power 80%)")
+        lines.append(pair_line(env, tasks, trials, treatment, control, scale))
         if treatment == AA_MODE:
             continue
         low_tm, high_tm = published.TASK_MODE_SENSITIVITY
@@ -126,3 +123,16 @@ def plan_lines(env: str, tasks: int, trials: int, modes: list[str],
                 lines.append(f"{env} · refine − plan-first reaches only the top of the paper's effect "
                              f"(+{low:g} to +{high:g} {unit}): detectable from {mde * scale:.3g}")
     return lines
+
+
+def pair_line(env: str, tasks: int, trials: int, treatment: str, control: str, scale: float = 1.0) -> str:
+    """The detectable Δ of ``treatment`` − ``control``, two arms paired on the same tasks (Refine
+    − Plan-first, Refine under two critique strategies, or the A/A arm), at the planning variance."""
+    if tasks < 2:
+        return f"{env} · {treatment} − {control}: {tasks} task: nothing can be detected"
+    variance = planning_variance(env)
+    mde = design.mde(compared_components(variance, treatment), tasks, trials)
+    said = ("A/A: the same agent twice, the variance above without a task × arm term; one A/A Δ "
+            "is one draw of the noise, not a floor" if treatment == AA_MODE else f"variance: {variance.label}")
+    return (f"{env} · {treatment} − {control}: {tasks} tasks × {trials} trials → detectable Δ "
+            f"{mde * scale:.3g} ({said}; α 0.05, power 80%)")

@@ -61,6 +61,7 @@ def record_of(spec: RunSpec, key: EpisodeKey, seed: int, state: EpisodeState, me
         critique=critic.critique.model_dump() if critic else None,
         guard={**critic.guard.model_dump(), "critic_attempts": critic.attempts} if critic else None,
         critique_note=critic.note if critic else None,
+        channel=critic.channel if critic else None,
         provenance=record_audit(view, state.get("supervision"), trajectory),
         p1=state["p1"].model_dump() if "p1" in state else None,
         judge_p0=state["judge_p0"].model_dump() if "judge_p0" in state else None,

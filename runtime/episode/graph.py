@@ -194,12 +194,13 @@ def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     strategy = ctx.strategy
     if strategy.critic_role is None:
         return {}
-    purpose = critique_purpose(strategy.critic_role)
     settings = strategy.settings
+    purpose = "sealed-critic" if settings.sealed else critique_purpose(strategy.critic_role)
     auditor = None
     if ctx.auditor and settings.guarded and settings.sees_supervision:
         auditor = LeakAuditor(ctx.client("auditor"))
-    critic = strategy.critic(ctx.client(purpose), auditor=auditor)
+    writer = ctx.client("writer") if settings.sealed else None
+    critic = strategy.critic(ctx.client(purpose), auditor=auditor, writer=writer)
     supervision = state["supervision"] if strategy.settings.sees_supervision else None
     return {"critic": critic.critique(state["view"], supervision, state["p0"])}
 

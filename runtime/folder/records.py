@@ -88,6 +88,9 @@ class EpisodeRecord(BaseModel):
     critique_note: str | None = Field(
         default=None, description="What the verdict rule (evrcore.verdict) settled in the critique: "
         "a grade that contradicted its flags after the critic's last attempt.")
+    channel: dict[str, Any] | None = Field(
+        default=None, description="The sealed critique's channel (critique.sealed.ChannelUse): its "
+        "findings and capacity in bits, max and used; absent for the other strategies.")
     provenance: dict[str, Any] | None = Field(
         default=None, description="Provenance audit (critique.provenance): supervision-only values the "
         "agent used without having observed them; absent in records written before it existed.")

@@ -18,9 +18,34 @@ its own)."""
 # critic and judge read the full tool schemas and a reference plan beside the policy: about 30,000
 # characters on airline and retail with an empty plan (the executor's policy and tools: 7,000 tokens)
 TOKENS = {"planner": (5000, 500), "reviser": (6000, 500), "critic": (8500, 400), "judge": (8500, 300), "auditor": (2500, 60),
-          "executor": (7000, 150), "user": (1500, 60), "nl_judge": (3000, 250)}
+          "executor": (7000, 150), "user": (1500, 60), "nl_judge": (3000, 250),
+          "sealed-critic": (8500, 150), "writer": (7500, 400)}
 """Rough (prompt, completion) tokens per call and purpose (the NL judge reads the conversation
-and the task's assertions once, at scoring)."""
+and the task's assertions once, at scoring). The sealed critic reads what the critic reads but
+answers only enums and bounded integers; its writer reads the task view, p0 and the findings (no
+supervision, no reference plan) and writes the rationale."""
+
+
+def refine_calls(strategy: str | None = None) -> dict[str, int]:
+    """Refine's rough calls under a critique ``strategy`` (None: the default, ``anti-leak``):
+    ``none`` makes no critique and no revision; a self-critique is the tested model's; only a
+    guarded rationale is read by the leak auditor; ``sealed`` critiques in two calls."""
+    from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
+
+    calls = dict(CALLS["refine"])
+    chosen = STRATEGIES.get(strategy or DEFAULT_STRATEGY)
+    if chosen is None:
+        raise ValueError(f"unknown critique strategy {strategy!r}; accepted: {', '.join(STRATEGIES)}")
+    if chosen.settings is None:  # p1 = p0
+        return {k: v for k, v in calls.items() if k not in ("critic", "auditor", "reviser")}
+    if not (chosen.settings.guarded and chosen.settings.sees_supervision):
+        del calls["auditor"]
+    if chosen.critic_role == "model":
+        calls["self-critic"] = calls.pop("critic")
+    if chosen.name == "sealed":  # the critic, then the writer, both the critic's model
+        calls["sealed-critic"] = calls.pop("critic")
+        calls["writer"] = 1
+    return calls
 
 
 def environment_judge(env: str, named: str | None = None) -> str | None:
@@ -44,11 +69,14 @@ class EpisodeEstimate:
 
 
 def episode_estimate(mode: str, roles: Mapping[str, str], prices: Mapping[str, Price] | None = None, *,
-                     judge: bool = True, auditor: bool = True, nl_judge: str | None = None) -> EpisodeEstimate:
+                     judge: bool = True, auditor: bool = True, nl_judge: str | None = None,
+                     strategy: str | None = None) -> EpisodeEstimate:
     """One episode of ``mode`` with ``roles`` (role → model) answering; ``nl_judge``: the model
-    grading the environment's NL assertions (τ³), one call per episode, None where none does."""
+    grading the environment's NL assertions (τ³), one call per episode, None where none does;
+    ``strategy``: Refine's critique strategy (``refine_calls``)."""
     out = EpisodeEstimate()
-    calls = dict(CALLS[mode])
+    calls = refine_calls(strategy) if mode == "refine" else dict(CALLS[mode])
+    tokens = {**TOKENS, "self-critic": TOKENS["critic"]}
     if nl_judge is not None:
         calls["nl_judge"] = 1
         roles = {**roles, PURPOSES["nl_judge"].role: nl_judge}
@@ -63,6 +91,6 @@ def episode_estimate(mode: str, roles: Mapping[str, str], prices: Mapping[str, P
             out.unpriced.setdefault(role, set()).add(model)
             continue
         p_in, p_out = price.per_token()
-        t_in, t_out = TOKENS[purpose]
+        t_in, t_out = tokens[purpose]
         out.cost_usd += count * (t_in * p_in + t_out * p_out)
     return out

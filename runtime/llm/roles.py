@@ -46,6 +46,8 @@ PURPOSES = {
     "judge": Purpose("judge_model", "judging a plan", 128),
     "critic": Purpose("critic_model", "critiquing p0", 160),
     "self-critic": Purpose("model", "critiquing p0", 160),
+    "sealed-critic": Purpose("critic_model", "critiquing p0 (sealed)", 320),
+    "writer": Purpose("critic_model", "wording a sealed critique", 160),
     "planner": Purpose("model", "writing plan p0", 256),
     "reviser": Purpose("model", "revising p0 into p1", 256),
     "auditor": Purpose("auditor_model", "checking a critique for leaks", None),
@@ -56,7 +58,8 @@ EMBEDDED_STAGE_MAX_TOKENS = {name: p.embedded_max_tokens for name, p in PURPOSES
                              if p.embedded_max_tokens is not None}
 """Answer budgets per purpose on the embedded model (unless ``--max-tokens`` is given). Generating
 is where its time goes (about 20 tokens a second), and SmolLM2 rarely stops on its own: it
-fills whatever budget it gets. A user turn or a tool call needs a sentence; a plan, a few."""
+fills whatever budget it gets. A user turn or a tool call needs a sentence; a plan, a few; a
+sealed critic's closed answer with six findings about 230 tokens, whitespace included."""
 
 
 def critique_purpose(critic_role: str) -> str:

@@ -60,7 +60,9 @@ def _mean(series: pd.Series) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
-def write_table(table: pd.DataFrame, out: Path) -> None:
+def write_table(table: pd.DataFrame, out: Path, beside: str = "") -> None:
+    """``ablation.md`` and ``ablation.csv``; ``beside``: a section after the notes (the
+    anti-leak − sealed comparison, ``runtime.reports.free_text``)."""
     write_text_atomic(out / "ablation.csv", table.to_csv(index=False))
     lines = [
         "| strategy | n | errors | score | Δ vs plan-first [95% CI] | detectable | p | p Holm | sign p | "
@@ -93,7 +95,10 @@ def write_table(table: pd.DataFrame, out: Path) -> None:
                  "95% intervals clustered by task; detectable: the Δ this run finds with 80% power at its "
                  "own variance; p Holm: Holm's correction over the strategies compared with Plan-first.")
     lines.append("`leaky` lets the critic reveal the reference: it is an upper bound, not a method.")
-    write_text_atomic(out / "ablation.md", "\n".join(lines) + "\n")
+    if "sealed" in set(table.get("strategy", [])):
+        lines.append("`sealed`: the critic that sees the reference answers only in enums and bounded "
+                     "integers; a second call that never sees it writes the rationale the reviser reads.")
+    write_text_atomic(out / "ablation.md", "\n".join(lines) + "\n" + beside)
 
 
 def _f(value, digits: int = 3) -> str:

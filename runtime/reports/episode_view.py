@@ -113,7 +113,18 @@ def critique(record: EpisodeRecord) -> dict[str, Any] | None:
             "guard": {"fired": bool(guard.get("fired")), "action": guard.get("action", "–"),
                       "attempts": guard.get("critic_attempts"),
                       "findings": [f"{f.get('kind', '?')}: {f.get('text', '')}" for f in guard.get("findings", [])],
-                      "removed": list(guard.get("removed", []))} if guard else None}
+                      "removed": list(guard.get("removed", []))} if guard else None,
+            "channel": _channel(record.channel)}
+
+
+def _channel(channel: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A sealed critique's findings and its channel's capacity (``critique.channel``)."""
+    if not channel:
+        return None
+    findings = [(f"step {f['step']}" if "step" in f else f"missing after step {f.get('missing_after')}")
+                + f": {f.get('flag')} {f.get('aspect')}" for f in channel.get("findings", [])]
+    return {"findings": findings, "max_bits": channel.get("max_bits"), "used_bits": channel.get("used_bits"),
+            "steps": channel.get("steps")}
 
 
 def judgement(stored: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -33,7 +33,8 @@ from runtime.reports.stats import (  # noqa: E402
 from runtime.folder.records import AA_MODE  # noqa: E402
 from runtime.folder.store import RunStore, write_text_atomic  # noqa: E402
 from runtime.reports.summary import frame, mixed_settings, re_run_line, re_runs  # noqa: E402
-from runtime.reports import decision, explorer, leaks, provenance, task_sets, verdicts  # noqa: E402
+from runtime.reports import (channel, decision, explorer, free_text, leaks, provenance,  # noqa: E402
+                             task_sets, verdicts)
 from runtime.reports.deltas import components_fields, components_line  # noqa: E402
 from runtime.reports.plots import plots  # noqa: E402
 from runtime.stats.intervals import mean_interval  # noqa: E402
@@ -48,6 +49,21 @@ def rows(df: pd.DataFrame, published: dict[str, Any], pooled: bool = False) -> l
     from its domains pooled, as the paper's table does). Each row's ``env`` says the domain when
     the folder holds more than one."""
     out = []
+    for env, model, domain, cell in cells(df, pooled):
+        strategies = sorted(set(cell.loc[cell["mode"] == "refine", "strategy"])) or [""]
+        for strategy in strategies:
+            part = cell[(cell["mode"] != "refine") | (cell["strategy"] == strategy)]
+            row = _row(env, model, strategy, part, published)
+            if domain is not None:
+                row.update(env=f"{env}/{domain}", domain=domain)
+            out.append(row)
+    return out
+
+
+def cells(df: pd.DataFrame, pooled: bool = False):
+    """The report's cells: (env, tested model, domain or None, its episodes), one per
+    environment × tested model, and per domain unless ``pooled``; a model's label names the
+    settings fingerprint when the folder mixes settings."""
     mixed = settings_mixed(df)
     split = not pooled and "domain" in df and df["domain"].nunique() > 1  # never one mean over two domains
     by = ["env", "model"] + (["domain"] if split else []) + (["fingerprint"] if mixed else [])
@@ -55,14 +71,7 @@ def rows(df: pd.DataFrame, published: dict[str, Any], pooled: bool = False) -> l
         env, model = group[0], group[1]
         if mixed:  # never one mean over episodes made with different settings
             model = f"{model} (settings {group[-1]})"
-        strategies = sorted(set(cell.loc[cell["mode"] == "refine", "strategy"])) or [""]
-        for strategy in strategies:
-            part = cell[(cell["mode"] != "refine") | (cell["strategy"] == strategy)]
-            row = _row(env, model, strategy, part, published)
-            if split:
-                row.update(env=f"{env}/{group[2]}", domain=group[2])
-            out.append(row)
-    return out
+        yield env, model, (group[2] if split else None), cell
 
 
 def settings_mixed(df: pd.DataFrame) -> bool:
@@ -172,7 +181,9 @@ def _f(value: Any, digits: int = 3, scale: float = 1.0, signed: bool = False) ->
     return f"{value * scale:+.{digits}f}" if signed else f"{value * scale:.{digits}f}"
 
 
-def markdown(table: list[dict[str, Any]], title: str) -> str:
+def markdown(table: list[dict[str, Any]], title: str, beside: str = "") -> str:
+    """The report's Markdown; ``beside``: a section placed right under the main table (the
+    anti-leak − sealed comparison, ``runtime.reports.free_text``)."""
     lines = [f"# {title}", "",
              "Scores are the environments' own (τ²-bench reward; ToolSandbox similarity ×100). "
              "Δ = Refine − Plan-first, trial k paired with trial k, 95% CI clustered by task (t "
@@ -197,6 +208,8 @@ def markdown(table: list[dict[str, Any]], title: str) -> str:
             f"{_f(r.get('sign_p'), 3)} | {r.get('published', '–')} | {_f(r['judge_cr_p0'], 2)} → "
             f"{_f(r['judge_cr_p1'], 2)} | {_f(r['judge_grade_p0'], 2)} → {_f(r['judge_grade_p1'], 2)} | "
             f"{r['errors']} |")
+    if beside:
+        lines += beside.rstrip("\n").split("\n")
     lines += verdict_markdown(table)
     lines += ["", "## pass^k", "", "| env | tested model | mode | " +
               " | ".join(f"k={k}" for k in range(1, max((r["trials"] for r in table), default=1) + 1)) + " |"]
@@ -304,11 +317,14 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
         raise ValueError(f"no records in {folder / 'records.jsonl'}" + (f": {why}" if why else ""))
     meta_path = folder / "table3.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
-    table = rows(frame(records), meta.get("published", {}), pooled=bool(meta))
-    title = title or f"Report: {meta.get('name', folder.name)}"
     df = frame(records)
-    head, _, rest = markdown(table, title).partition("\n\n")
-    md = (f"{head}\n\n{task_sets.header(folder)}{rest}" + leaks.markdown_section(df) + provenance.markdown_section(df)
+    table = rows(df, meta.get("published", {}), pooled=bool(meta))
+    title = title or f"Report: {meta.get('name', folder.name)}"
+    beside = free_text.markdown_section(free_text.free_text_rows(cells(df, pooled=bool(meta)),
+                                                                 meta.get("published", {})))
+    head, _, rest = markdown(table, title, beside).partition("\n\n")
+    md = (f"{head}\n\n{task_sets.header(folder)}{rest}" + leaks.markdown_section(df) + channel.markdown_section(df)
+          + provenance.markdown_section(df)
           + verdicts.markdown_section(df) + decision.report_section(folder, df))
     if settings_mixed(df):
         counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}

@@ -2,7 +2,8 @@
 n, errors (rate, and how many were infrastructure's), plan-judge correctness p0 → p1, guard
 firings, tokens and cost; the judge's and the critic's answers settled by the verdict rule
 (``judge_notes``, ``critic_notes``: a grade that contradicted its flags); warnings when errors could bias the comparison; and the leak figures
-(critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``); the
+(critiques, guard fired, retried, redacted, residual leaks: ``runtime.reports.leaks``) with the
+sealed critique's channel capacity in bits (``runtime.reports.channel``); the
 provenance audit (unexplained values, episodes affected, rate: ``runtime.reports.provenance``);
 ``deltas``: every arm against Plan-first with its clustered interval, detectable size, verdict,
 variance components and Holm-adjusted p-values (``runtime.reports.deltas``);
@@ -23,6 +24,7 @@ from evrcore.critique import Critique
 from runtime.reports import categories
 from runtime.reports.fit import Col, FitTable
 from runtime.reports.stats import arm_errors, error_warnings
+from runtime.reports.channel import channel_columns, channel_figures, channel_table
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
 from runtime.folder.records import BAD_ANSWER, RECORD_MODES, EpisodeRecord, lost_attempts, lost_spend
@@ -85,6 +87,7 @@ def frame(records: list[EpisodeRecord]) -> pd.DataFrame:
             "tokens": total.get("prompt_tokens", 0) + total.get("completion_tokens", 0),
             "guard_fired": bool(r.guard and r.guard.get("fired")),
             **leak_columns(r),
+            **channel_columns(r),
             **provenance_columns(r),
             "fingerprint": r.fingerprint or "unrecorded",
             "malformed": bool(r.flags),
@@ -127,6 +130,7 @@ def summarize(records: list[EpisodeRecord]) -> dict[str, Any]:
                 "critic_notes": int(part["critic_notes"].sum()),
                 **_error_fields(part),
                 **leak_figures(part),
+                **channel_figures(part),
                 **provenance_figures(part),
                 "malformed_output": int(part["malformed"].sum()),
                 "flagged": int(part["flagged"].sum()),
@@ -242,6 +246,8 @@ def print_summary(summary: dict[str, Any], console: Console, title: str) -> None
                       soft_wrap=True)
     if (leaks := leak_table(summary["by_arm"], title)) is not None:
         console.print(leaks)
+    if (channel := channel_table(summary["by_arm"], title)) is not None:
+        console.print(channel)
     if (provenance := provenance_table(summary["by_arm"], title)) is not None:
         console.print(provenance)
     if summary.get("by_category"):

@@ -1,0 +1,178 @@
+"""The sealed critique's schema, capacity and failure paths: strictly closed answers, an exact
+count of them, re-asking then failing, a writer that cannot be handed the supervision."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from critique import channel
+from critique.critic import CriticError
+from critique.sealed import (
+    ASPECTS,
+    MAX_FINDINGS,
+    SealedAnswer,
+    SealedCritic,
+    answer_schema,
+    max_answers,
+    write_rationale,
+)
+from envs.base import Supervision
+from evrcore.chat import ChatReply
+from evrcore.critique import GRADES
+from evrcore.taxonomy import ERROR_CODES
+from evrcore.verdict import contradiction
+
+FLAGS = {"E1": False, "E2": True, "E3": False, "E4": False, "E5": False, "E6": False}
+
+
+def answer(findings, grade=0.6, errors=FLAGS):
+    return {"grade": grade, "errors": dict(errors), "findings": findings}
+
+
+def valid(data, steps=3) -> SealedAnswer:
+    return SealedAnswer.model_validate(data, context={"steps": steps})
+
+
+def test_a_closed_answer_is_read_and_made_canonical():
+    a = valid(answer([{"step": 3, "flag": "E2", "aspect": "termination"},
+                      {"missing_after": 0, "flag": "E2", "aspect": "missing_step"},
+                      {"step": 3, "flag": "E2", "aspect": "termination"}])).canonical()
+    assert [f.model_dump(exclude_none=True) for f in a.findings] == [
+        {"missing_after": 0, "flag": "E2", "aspect": "missing_step"},
+        {"step": 3, "flag": "E2", "aspect": "termination"}]  # a set: duplicates collapse, order fixed
+
+
+@pytest.mark.parametrize("bad", [
+    answer([], grade=0.5),                                                  # not a grade
+    answer([], grade="0.6"),                                                # a string for a number
+    {**answer([]), "rationale": "ABC123"},                                 # a field the schema lacks
+    answer([{"step": 1, "flag": "E2", "aspect": "argument", "note": "x"}]),  # ... in a finding
+    answer([{"step": "1", "flag": "E2", "aspect": "argument"}]),           # a string for a step
+    answer([{"step": True, "flag": "E2", "aspect": "argument"}]),          # a bool for a step
+    answer([{"step": 0, "flag": "E2", "aspect": "argument"}]),             # steps are 1..n
+    answer([{"step": 4, "flag": "E2", "aspect": "argument"}]),             # beyond p0
+    answer([{"missing_after": 4, "flag": "E2", "aspect": "missing_step"}]),
+    answer([{"step": 1, "missing_after": 1, "flag": "E2", "aspect": "order"}]),  # two positions
+    answer([{"flag": "E2", "aspect": "order"}]),                            # none
+    answer([{"step": 1, "flag": "E2", "aspect": "the reservation EHGLP3"}]),  # free text in an enum
+    answer([{"step": 1, "flag": "E5", "aspect": "argument"}]),             # a flag the errors lack
+    answer([{"step": 1, "flag": "E2", "aspect": a} for a in list(ASPECTS)[:MAX_FINDINGS + 1]]),
+    {**answer([]), "errors": {**FLAGS, "E2": 1}},                           # 1 is no boolean
+])
+def test_anything_outside_the_schema_is_refused(bad):
+    with pytest.raises(ValidationError):
+        valid(bad)
+
+
+def _walk(schema):
+    yield schema
+    for value in schema.values():
+        for item in (value if isinstance(value, list) else [value]):
+            if isinstance(item, dict):
+                yield from _walk(item)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 5])
+def test_the_schema_has_no_free_string_and_bounds_every_integer(steps):
+    schema = answer_schema(steps)
+    kinds = {node.get("type") for node in _walk(schema)}
+    assert "string" not in kinds and "integer" not in kinds and "number" not in kinds
+    positions = [alt["properties"] for alt in schema["properties"]["findings"]["items"]["anyOf"]]
+    allowed = {k: v["enum"] for p in positions for k, v in p.items() if k in ("step", "missing_after")}
+    assert allowed.get("step", []) == list(range(1, steps + 1))
+    assert allowed["missing_after"] == list(range(steps + 1))
+
+
+def test_the_schema_is_a_grammar_that_admits_no_string():
+    from runtime.llm.json_grammar import json_schema_to_gbnf
+
+    gbnf = json_schema_to_gbnf(answer_schema(5))
+    root = gbnf.split("\n")
+    used = " ".join(line.split("::=", 1)[1] for line in root if "::=" in line and not line.startswith("char"))
+    assert " char" not in used  # no rule of the answer reaches a string's characters
+
+
+def _brute_force(steps: int, max_findings: int) -> int:
+    """Every (grade, flags, findings set) that the validator and the verdict rule accept."""
+    positions = [{"step": k} for k in range(1, steps + 1)] + [{"missing_after": k} for k in range(steps + 1)]
+    findings = [{**p, "flag": f, "aspect": a} for p in positions for f in ERROR_CODES for a in ASPECTS]
+    count = 0
+    for bits in itertools.product((False, True), repeat=6):
+        errors = dict(zip(ERROR_CODES, bits))
+        for grade in GRADES:
+            if contradiction(grade, errors):
+                continue
+            for j in range(max_findings + 1):
+                for chosen in itertools.combinations(findings, j):
+                    try:
+                        valid({"grade": grade, "errors": errors, "findings": list(chosen)}, steps)
+                    except ValidationError:
+                        continue
+                    count += 1
+    return count
+
+
+def test_the_capacity_counts_exactly_the_answers_the_validator_accepts():
+    assert channel.answers(0, 1, len(ASPECTS)) == _brute_force(0, 1)
+    assert channel.answers(1, 1, len(ASPECTS)) == _brute_force(1, 1)
+
+
+def test_capacity_figures():
+    assert channel.answers(5, 0, len(ASPECTS)) == 316  # 1 + 63 × 5
+    assert channel.bits(5, 0, len(ASPECTS)) == round(math.log2(316), 2)
+    assert channel.bits(5, MAX_FINDINGS, len(ASPECTS)) == round(math.log2(max_answers(5)), 2)
+    assert channel.bits(4, MAX_FINDINGS, len(ASPECTS)) < channel.bits(5, MAX_FINDINGS, len(ASPECTS))
+
+
+class Replies:
+    """A chat model answering from a list, keeping what it was sent."""
+
+    def __init__(self, *answers: str):
+        self.answers = list(answers)
+        self.sent: list[list[dict]] = []
+
+    def complete(self, messages, tools=None, json_schema=None, **kwargs):
+        self.sent.append(messages)
+        return ChatReply(content=self.answers.pop(0))
+
+
+@pytest.fixture(scope="module")
+def task():
+    from envs.tau2 import Tau2Environment
+    from evrcore.plan import Plan
+
+    view, supervision = Tau2Environment().load("airline", "1")
+    plan = Plan.from_apb({"plan": "p", "tool_chain": [{"name": "get_user_details"}, {"name": "cancel_reservation"}]})
+    return view.model_copy(update={"opening_request": "I want to cancel a trip."}), supervision, plan
+
+
+def test_an_answer_outside_the_schema_is_asked_again_then_fails_the_critique(task):
+    view, supervision, plan = task
+    outside = json.dumps({**answer([]), "rationale": "cancel EHGLP3"})
+    critic = Replies(outside, outside, outside)
+    with pytest.raises(CriticError, match="sealed schema"):
+        SealedCritic(critic, writer=Replies()).critique(view, supervision, plan)
+    assert len(critic.sent) == 3
+
+
+def test_a_retried_answer_goes_through_and_the_writer_never_sees_the_supervision(task):
+    view, supervision, plan = task
+    good = json.dumps(answer([{"missing_after": 2, "flag": "E2", "aspect": "missing_step"}]))
+    critic, writer = Replies('{"grade": 0.6}', good), Replies(json.dumps({"rationale": "Add the last step."}))
+    result = SealedCritic(critic, writer=writer).critique(view, supervision, plan)
+    assert result.critique.rationale == "Add the last step." and result.critique.errors.E2
+    assert result.channel["critic_attempts"] == 2 and result.channel["findings"] == [
+        {"missing_after": 2, "flag": "E2", "aspect": "missing_step"}]
+    assert 0 < result.channel["used_bits"] < result.channel["max_bits"]
+    sent_to_writer = json.dumps(writer.sent)
+    hidden = supervision.supervision_only_values(view)
+    assert hidden and not [v for v in hidden if v in sent_to_writer]
+    assert "hidden_reference" not in sent_to_writer and "hidden_reference" in json.dumps(critic.sent)
+    types = [p.annotation for p in inspect.signature(write_rationale).parameters.values()]
+    assert not any("Supervision" in str(t) for t in types) and Supervision not in types
