@@ -235,9 +235,7 @@ class SealedCritic:
             raise ValueError("the sealed critic needs the supervision")
         steps = len(plan.tool_chain)
         answer, raw, note = self.closed_answer(view, supervision, plan)
-        from critique.leak_guard import (
-            LeakGuard,  # its word lists load with the first critique
-        )
+        from critique.leak_guard import LeakGuard  # its word lists load with the first critique
 
         guard = LeakGuard(view, supervision, plan)
         outcome = GuardOutcome(audited=self.auditor is not None)
