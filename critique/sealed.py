@@ -136,11 +136,26 @@ class SealedAnswer(BaseModel):
     def _closed(self) -> SealedAnswer:
         if not any(abs(self.grade - g) < 1e-9 for g in GRADES):
             raise ValueError(f"grade {self.grade} is not one of {list(GRADES)}")
+        return self
+
+    def incoherent(self) -> str | None:
+        """What breaks the rules tying the parts together, in words: the verdict rule (grade
+        against flags, ``evrcore.verdict``) and findings whose flag the errors do not set."""
         on = {code for code, value in self.errors.model_dump().items() if value}
         stray = sorted({f.flag for f in self.findings} - on)
-        if stray:
-            raise ValueError(f"findings carry flags {stray} that the errors do not set")
-        return self
+        problems = [p for p in (contradiction(self.grade, self.errors.model_dump()),
+                                f"findings carry flags {stray} that the errors do not set" if stray else None) if p]
+        return "; ".join(problems) or None
+
+    def settled(self) -> tuple[SealedAnswer, str | None]:
+        """The answer made coherent, flags first (as the verdict rule settles a grade): the
+        grade from the flags, findings with an unset flag dropped; and a note of what changed."""
+        grade, _, note = settle(self.grade, self.errors.model_dump())
+        on = {code for code, value in self.errors.model_dump().items() if value}
+        kept = [f for f in self.findings if f.flag in on]
+        notes = [n for n in (note, f"{len(self.findings) - len(kept)} finding(s) with an unset flag dropped"
+                             if len(kept) < len(self.findings) else None) if n]
+        return self.model_copy(update={"grade": grade, "findings": kept}), "; ".join(notes) or None
 
     def canonical(self) -> SealedAnswer:
         """Findings as a set: duplicates collapse, order is fixed (the critic's order carries
@@ -220,9 +235,7 @@ class SealedCritic:
             raise ValueError("the sealed critic needs the supervision")
         steps = len(plan.tool_chain)
         answer, raw, note = self.closed_answer(view, supervision, plan)
-        from critique.leak_guard import (
-            LeakGuard,  # its word lists load with the first critique
-        )
+        from critique.leak_guard import LeakGuard  # its word lists load with the first critique
 
         guard = LeakGuard(view, supervision, plan)
         outcome = GuardOutcome(audited=self.auditor is not None)
@@ -256,8 +269,10 @@ class SealedCritic:
     def closed_answer(self, view: TaskView, supervision: Supervision,
                       plan: Plan) -> tuple[SealedAnswer, list[str], str | None]:
         """The critic's answer inside the schema, canonical; asked again when outside it, a
-        ``CriticError`` after ``attempts`` answers. A grade that contradicts the flags is sent
-        back, then settled by the flags (as every critic's is)."""
+        ``CriticError`` after ``attempts`` answers. An answer inside the schema whose parts
+        disagree (grade against flags, a finding's flag unset) is sent back, then settled by the
+        flags (as every critic's grade is): the settled answers are the same set the capacity
+        counts (``critique.channel``)."""
         steps = len(plan.tool_chain)
         schema = answer_schema(steps)
         messages = [{"role": "user", "content": critic_prompt(view, supervision, plan)}]
@@ -267,7 +282,7 @@ class SealedCritic:
             raw.append(reply.content or "")
             try:
                 answer = SealedAnswer.model_validate(extract_json(reply.content), context={"steps": steps})
-                problem = contradiction(answer.grade, answer.errors.model_dump())
+                problem = answer.incoherent()
             except (ValueError, ValidationError) as exc:
                 problem = f"it is outside the schema ({' '.join(str(exc).split())[:300]})"
                 answer = None
@@ -276,8 +291,8 @@ class SealedCritic:
             if len(raw) >= self.attempts:
                 if answer is None:
                     raise CriticError(f"no answer inside the sealed schema after {len(raw)} answers: {problem}")
-                grade, _, note = settle(answer.grade, answer.errors.model_dump())
-                return answer.model_copy(update={"grade": grade}).canonical(), raw, note
+                coherent, note = answer.settled()
+                return coherent.canonical(), raw, note
             messages += [reply.as_message(), {"role": "user", "content": _retry_text(steps, problem)}]
 
 

@@ -26,7 +26,6 @@ from envs.base import Supervision
 from evrcore.chat import ChatReply
 from evrcore.critique import GRADES
 from evrcore.taxonomy import ERROR_CODES
-from evrcore.verdict import contradiction
 
 FLAGS = {"E1": False, "E2": True, "E3": False, "E4": False, "E5": False, "E6": False}
 
@@ -61,7 +60,6 @@ def test_a_closed_answer_is_read_and_made_canonical():
     answer([{"step": 1, "missing_after": 1, "flag": "E2", "aspect": "order"}]),  # two positions
     answer([{"flag": "E2", "aspect": "order"}]),                            # none
     answer([{"step": 1, "flag": "E2", "aspect": "the reservation EHGLP3"}]),  # free text in an enum
-    answer([{"step": 1, "flag": "E5", "aspect": "argument"}]),             # a flag the errors lack
     answer([{"step": 1, "flag": "E2", "aspect": a} for a in list(ASPECTS)[:MAX_FINDINGS + 1]]),
     {**answer([]), "errors": {**FLAGS, "E2": 1}},                           # 1 is no boolean
 ])
@@ -99,22 +97,21 @@ def test_the_schema_is_a_grammar_that_admits_no_string():
 
 
 def _brute_force(steps: int, max_findings: int) -> int:
-    """Every (grade, flags, findings set) that the validator and the verdict rule accept."""
+    """Every (grade, flags, findings set) that the validator accepts and that is coherent — what
+    the critic's answer is once asked again or settled."""
     positions = [{"step": k} for k in range(1, steps + 1)] + [{"missing_after": k} for k in range(steps + 1)]
     findings = [{**p, "flag": f, "aspect": a} for p in positions for f in ERROR_CODES for a in ASPECTS]
     count = 0
     for bits in itertools.product((False, True), repeat=6):
         errors = dict(zip(ERROR_CODES, bits))
         for grade in GRADES:
-            if contradiction(grade, errors):
-                continue
             for j in range(max_findings + 1):
                 for chosen in itertools.combinations(findings, j):
                     try:
-                        valid({"grade": grade, "errors": errors, "findings": list(chosen)}, steps)
+                        a = valid({"grade": grade, "errors": errors, "findings": list(chosen)}, steps)
                     except ValidationError:
                         continue
-                    count += 1
+                    count += a.incoherent() is None
     return count
 
 
@@ -176,3 +173,15 @@ def test_a_retried_answer_goes_through_and_the_writer_never_sees_the_supervision
     assert "hidden_reference" not in sent_to_writer and "hidden_reference" in json.dumps(critic.sent)
     types = [p.annotation for p in inspect.signature(write_rationale).parameters.values()]
     assert not any("Supervision" in str(t) for t in types) and Supervision not in types
+
+
+def test_an_incoherent_answer_is_asked_again_then_settled_by_its_flags(task):
+    view, supervision, plan = task
+    stray = json.dumps(answer([{"step": 1, "flag": "E5", "aspect": "argument"},
+                               {"step": 2, "flag": "E2", "aspect": "termination"}], grade=1.0))
+    critic = Replies(stray, stray, stray)
+    writer = Replies(json.dumps({"rationale": "Finish the task."}))
+    result = SealedCritic(critic, writer=writer).critique(view, supervision, plan)
+    assert len(critic.sent) == 3 and "unset flag" in result.note
+    assert result.critique.grade == 0.8  # E2 set: at most 0.8
+    assert result.channel["findings"] == [{"step": 2, "flag": "E2", "aspect": "termination"}]
