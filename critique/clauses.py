@@ -6,15 +6,15 @@ a dash, a semicolon, a colon or a sentence end belong to another statement ("…
 first — list the purchases …" holds no "first purchase"). The boundaries are punctuation, so
 they hold for every language alike: the sentence ends (``. ! ? …`` and the full-width ``。！？``),
 the semicolon and the colon (``; :`` and ``；：``), a dash between words (canonical text writes
-an em or en dash as `` - ``; an unspaced ``—`` or ``–`` too), the opening ``¿ ¡`` of Spanish and a
-line break. A point or a colon inside a number or a code (``1.5``, ``10:30``) ends nothing.
+an em or en dash as `` - ``; an unspaced ``—`` or ``–`` too), the opening ``¿ ¡`` of Spanish, a bar or
+a bullet between items (`` | ``, ``•``) and a line break. A point or a colon inside a number or a code (``1.5``, ``10:30``) ends nothing.
 """
 
 from __future__ import annotations
 
 import re
 
-BREAK = re.compile(r"[.!?…;:](?=\s|$)|[。！？；：¿¡\n—–]|\s-+\s|(?<=\w)\s*-{2,}\s*(?=\w)")
+BREAK = re.compile(r"[.!?…;:](?=\s|$)|[。！？；：¿¡\n—–•]|\s[-|]+\s|(?<=\w)\s*-{2,}\s*(?=\w)")
 """One clause boundary."""
 
 

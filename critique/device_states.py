@@ -18,7 +18,7 @@ The rules of this family are the domain's own, built from that domain alone:
   or the particles *on*/*off*; the result of an act ("left X on", "has X enabled"); or a
   negated possession ("lacks", "has no"). Questions, conditions and rules in general
   (``DOUBT``), a tool's name written out and what the tested model's own texts say (in any
-  person) are no claim; one clause never reaches across a dash or a sentence end.
+  person) and a modal's 'can be', 'must be' are no claim; one clause never reaches across a dash or a sentence end.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ _ADVERB = r"(?:not|never|still|already|now|also|just|again|currently|really|actu
 _PARTICIPLE = r"[\w-]{2,}(?:ed|en|ing)|on|off"
 _POSSESSION = r"\b(?:lacks?|lacking|(?:has|have|had)\s+no|(?:is|are)\s+without)\b"
 _RESULT = r"\b(?:left|leaves|leaving|keeps|kept|has|had)\s+(?:[\w'-]+\s+){1,4}?"
+_MODAL = re.compile(r"\b(?:can|cannot|can't|must|should|shall|will|would|needs?\s+to|has\s+to|have\s+to)\s+(?:not\s+)?be\b", re.I)
+"""A modal before the copula ('data that can be refueled', 'it must be enabled'): what may or
+should be, a rule, not the state of this user's device."""
 _CLOSED = STOP - {"on", "off", "in", "out", "up", "down"}
 
 
@@ -109,6 +112,20 @@ def policy_predicates(policy: str) -> frozenset[str]:
     return frozenset(w for m in found if (w := m.group(1).lower()) not in _CLOSED and not w.endswith("ly"))
 
 
+@functools.lru_cache(maxsize=64)
+def _state_pattern(policy: str) -> re.Pattern:
+    predicates = "|".join(sorted(map(re.escape, policy_predicates(policy)), key=len, reverse=True))
+    predicate = rf"(?:{predicates}|{_PARTICIPLE})" if predicates else rf"(?:{_PARTICIPLE})"
+    return re.compile(rf"\b{_COPULA}\s+(?:{_ADVERB}\s+){{0,2}}{predicate}\b|{_RESULT}(?:{_PARTICIPLE})\b"
+                      rf"|{_POSSESSION}", re.I)
+
+
+@functools.lru_cache(maxsize=256)
+def _tool_pattern(names: tuple[str, ...]) -> re.Pattern | None:
+    names = sorted((n for n in names if n), key=len, reverse=True)
+    return re.compile("|".join(r"[\s_-]+".join(map(re.escape, n.split("_"))) for n in names), re.I) if names else None
+
+
 class DeviceStates:
     """The state-claim rule of one task, scoped to its domain."""
 
@@ -116,14 +133,8 @@ class DeviceStates:
         self.kinds = record_kinds(view, supervision)
         self.settings = [{w.rstrip("s") for w in s} for s in repaired_settings(supervision, self.kinds)]
         self.public = public_text
-        predicates = "|".join(sorted(map(re.escape, policy_predicates(view.policy)), key=len, reverse=True))
-        predicate = rf"(?:{predicates}|{_PARTICIPLE})" if predicates else rf"(?:{_PARTICIPLE})"
-        self._state = re.compile(rf"\b{_COPULA}\s+(?:{_ADVERB}\s+){{0,2}}{predicate}\b|{_RESULT}(?:{_PARTICIPLE})\b"
-                                 rf"|{_POSSESSION}", re.I)
-        names = sorted({n for n in [*view.tool_names, *(a.name for a in supervision.reference_actions)] if n},
-                       key=len, reverse=True)
-        self._tools = re.compile("|".join(r"[\s_-]+".join(map(re.escape, n.split("_"))) for n in names), re.I) \
-            if names else None
+        self._state = _state_pattern(view.policy) if self.settings else None
+        self._tools = _tool_pattern(tuple(sorted({*view.tool_names, *(a.name for a in supervision.reference_actions)})))
         """A tool's name written out (``update_reservation_flights``) names no state."""
 
     def _words(self, clause: str) -> set[str]:
@@ -135,14 +146,14 @@ class DeviceStates:
 
     def claims(self, text: str) -> list[tuple[int, int]]:
         """Clauses that assert a state of a setting the task repairs ('mobile data is off')."""
-        if not self.settings:
+        if not self.settings or self._state is None:
             return []
         out = []
         for a, b in clauses.spans(text):
             clause = text[a:b]
             if self._tools is not None:
                 clause = self._tools.sub(lambda t: " " * len(t.group(0)), clause)
-            if DOUBT.search(clause) or not self._state.search(clause):
+            if DOUBT.search(clause) or _MODAL.search(clause) or not self._state.search(clause):
                 continue
             words = self._words(clause)
             if any(len(setting & words) >= max(1, len(setting) - (len(setting) >= 3)) for setting in self.settings) \

@@ -126,7 +126,8 @@ class LeakGuard:
                                          list(view.tool_names) + [a.name for a in supervision.reference_actions],
                                          "\n".join([view.instructions, view.policy, view.retrievable,
                                                     json.dumps(view.tools, sort_keys=True, ensure_ascii=False),
-                                                    json.dumps(view.tools, ensure_ascii=False)]))
+                                                    json.dumps(view.tools, ensure_ascii=False)]),
+                                         view.opening_request or "")
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
         self._p0_names = p0_names

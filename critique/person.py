@@ -4,7 +4,8 @@ The opening request speaks in the first person ("my upcoming outgoing flight"), 
 the plan in the second or the third ("your …", "their …", "the user's …"). Whether a phrase of
 the critique was already public is asked of both texts in this form: every personal pronoun,
 possessive and the nouns a critique uses for the user stand for one placeholder, and the
-person's agreement of *be*, *have* and *do* is dropped. The word classes are closed (pronouns
+person's agreement of the verb is dropped (*be*, *have*, *do*, an English
+third-person *-s*). The word classes are closed (pronouns
 and possessive determiners), written out here for each language the guard reads: English,
 Spanish, German, French, Italian, Portuguese, Dutch and Chinese. Articles that share a
 pronoun's spelling (Spanish and French *la*, *le*, *les*) are left alone.
@@ -47,6 +48,13 @@ def _lexicon() -> frozenset[str]:
     return frozenset(w for words in _WORDS.values() for w in words.split())
 
 
+def word(token: str) -> str | None:
+    """One lower-case word's person-neutral form, or None when person does not touch it."""
+    if token in _lexicon():
+        return PERSON
+    return _AGREEMENT.get(token)
+
+
 def neutral(text: str) -> str:
     """``text`` lower-cased, each person word as ``⟨p⟩``, agreement dropped, spaces single."""
     words = _lexicon()
@@ -57,6 +65,8 @@ def neutral(text: str) -> str:
             token = PERSON
         elif token == "'s" and out and out[-1] == PERSON:
             continue  # 'the user's' is one possessive
+        elif out and out[-1] == PERSON and token not in _AGREEMENT and re.fullmatch(r"[a-z]{3,}[^s]s", token):
+            token = token[:-1]  # 'the user wants' is 'I want'
         out.append(_AGREEMENT.get(token, token))
     return " ".join(out)
 

@@ -121,7 +121,7 @@ class RecordReferences:
     """The records of one task, ready to resolve a critique's phrases against."""
 
     def __init__(self, records: list[dict], public_codes: frozenset[str], public_text: str,
-                 tool_names: list[str] = (), view_text: str = ""):
+                 tool_names: list[str] = (), view_text: str = "", opening: str = ""):
         parsed = [Record(r["table"], str(r["id"]), bool(r.get("acted_on")), dict(r.get("record") or {}),
                          (r["owner"]["table"], str(r["owner"]["id"]), r["owner"].get("field", ""))
                          if r.get("owner") else None) for r in records]
@@ -135,6 +135,8 @@ class RecordReferences:
                 r.siblings = [by_key[(r.table, i)] for i in ids if (r.table, i) in by_key] or \
                     [s for s in parsed if s.table == r.table and s.owner == r.owner]
         self.public = public_text.lower()
+        self.opening = opening.lower()
+        """The user's own words: a value they say of a kind of record is theirs ('my pending order')."""
         self.view = " " + re.sub(r"\W+", " ", view_text.lower()) + " "
         """The policy and the tool schemas: a clause they say word for word is theirs, not a claim."""
         self.codes = public_codes
@@ -265,13 +267,14 @@ class RecordReferences:
         return out
 
     def _said_of(self, value: str, nouns: list[str]) -> bool:
-        """Whether one clause of the tested model's own texts says the value beside a noun of
-        the record's kind (the opening's "my pending order")."""
-        if not nouns:
+        """Whether one clause of the opening request says the value beside a noun of the
+        record's kind ("my pending order"); ``p0`` naming a tool (``modify_pending_order``) does
+        not."""
+        if not nouns or not self.opening or not re.search(value, self.opening, re.I):
             return False
         noun = re.compile(rf"\b(?:{'|'.join(re.escape(n) for n in nouns)})", re.I)
         return any(re.search(value, c, re.I) and noun.search(c)
-                   for c in (self.public[a:b] for a, b in clauses.spans(self.public)))
+                   for c in (self.opening[a:b] for a, b in clauses.spans(self.opening)))
 
     def _quotes_view(self, clause: str, start: int, end: int) -> bool:
         """The value sits in words the policy or the tool schemas say in that order (a schema's

@@ -22,6 +22,7 @@ Written from how a critic writes about a plan, not from the guard's word lists:
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -51,14 +52,20 @@ def _position(task, record: dict) -> int | None:
     return None
 
 
-def _fields(record: dict) -> list[tuple[str, str]]:
-    """(field in words, value in words) of a record's short text fields, as a critic names them."""
+def _fields(record: dict, said: str = "") -> list[tuple[str, str]]:
+    """(field in words, value in words) of a record's short text fields, as a critic names them;
+    a value ``said`` (the opening request and ``p0``) already holds is left out."""
     out = []
     for key, value in (record.get("record") or {}).items():
         if isinstance(value, str) and 0 < len(value) <= 20 and not re.search(r"\d|id$|_id|name|email|address", key) \
                 and not re.search(r"\d", value):
-            out.append((key.replace("_", " "), value.replace("_", " ")))
+            if not re.search(rf"\b{re.escape(value.replace('_', ' '))}\b", said.replace("_", " "), re.I):
+                out.append((key.replace("_", " "), value.replace("_", " ")))
     return out
+
+
+def _said(task) -> str:
+    return task.opening + " " + json.dumps(task.p0, ensure_ascii=False)
 
 
 def tool_named(task, rng):
@@ -83,7 +90,7 @@ def tool_named(task, rng):
         state = "off" if fault.endswith("off") else "on"
         out.append(("tool_named", f"The plan never calls {tool}, and {_SETTING_SAYS[key]} is {state} on the phone.", True))
     else:
-        facts = [(r, f) for r in _acted(task) for f in _fields(r) if f[0] in ("cabin", "status", "membership")]
+        facts = [(r, f) for r in _acted(task) for f in _fields(r, _said(task)) if f[0] in ("cabin", "status", "membership")]
         if facts:
             record, (field, value) = rng.choice(facts)
             noun = _NOUN[record["table"]]
@@ -134,7 +141,7 @@ def person(task, rng):
 
 
 def read_first(task, rng):
-    facts = [(r, f) for r in _acted(task) for f in _fields(r)]
+    facts = [(r, f) for r in _acted(task) for f in _fields(r, _said(task))]
     if not facts:
         return []
     record, (field, value) = rng.choice(facts)
