@@ -34,7 +34,8 @@ _WORDS = {
     "nl": "ik jij je u hij zij ze wij we jullie mijn jouw jou haar hun hen ons onze uw",
 }
 """Personal pronouns and possessive determiners, by language."""
-_USER = r"(?:the|this|that|our)\s+(?:user|customer|caller|client|traveller|traveler|passenger|account\s+holder)(?:'s|s')?"
+USER_NOUNS = ("user", "customer", "caller", "client", "traveller", "traveler", "passenger")
+_USER = rf"(?:the|this|that|our)\s+(?:{'|'.join(USER_NOUNS)}|account\s+holder)(?:'s|s')?"
 """What a critique calls the person who opened the conversation."""
 _AGREEMENT = {"am": "be", "is": "be", "are": "be", "'m": "be", "'re": "be", "was": "was", "were": "was",
               "has": "have", "have": "have", "'ve": "have", "does": "do", "do": "do"}

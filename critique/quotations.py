@@ -84,7 +84,10 @@ def _units(tv: vs.TextValues) -> list[tuple[str, tuple[int, int]]]:
             i = stretch[1] + 1
             continue
         tok = tv.tokens[i]
-        out.append((person.word(tok.lower) or stem(tok.lower), (tok.start, tok.end)))
+        if tok.lower in person.USER_NOUNS and out and out[-1][0] in ("the", "this", "that"):
+            out[-1] = (person.PERSON, (out[-1][1][0], tok.end))  # 'the user' is 'I' of the opening
+        else:
+            out.append((person.word(tok.lower) or stem(tok.lower), (tok.start, tok.end)))
         i += 1
     return out
 
