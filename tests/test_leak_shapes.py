@@ -147,7 +147,6 @@ def _shape_cases():
     return out
 
 
-@pytest.mark.slow
 def test_generated_honest_sentences_of_the_four_shapes_pass():
     cases = _shape_cases()
     honest = [c for c in cases if not c[2]]
@@ -156,7 +155,6 @@ def test_generated_honest_sentences_of_the_four_shapes_pass():
     assert flagged == [], flagged[:5]
 
 
-@pytest.mark.slow
 def test_generated_leak_twins_are_caught():
     twins = [c for c in _shape_cases() if c[2]]
     assert {c[0] for c in twins} >= {"tool_named", "clause_break", "read_first"}
