@@ -32,6 +32,7 @@ from wordfreq import zipf_frequency
 
 from critique import leak_forms as forms
 from critique import pointers, tool_prose
+from critique.device_states import DeviceStates
 from critique.order_words import CLAUSE_END, meant_order
 from critique.quotations import STOP as _STOP, Quotations, merge, stem
 from critique.record_refs import RecordReferences
@@ -120,12 +121,13 @@ class LeakGuard:
         self._offered = list(view.tool_names)
         self._descriptions = {n: "" for n in names} | _descriptions(view.tools)
         self._public_text = " ".join([view.opening_request or "", plan_text(plan)])
-        self._settings = pointers.repaired_settings(supervision)
+        self._states = DeviceStates(view, supervision, self._public_text)
         self._records = RecordReferences(supervision.records, self.public.codes, self._public_text,
                                          list(view.tool_names) + [a.name for a in supervision.reference_actions],
                                          "\n".join([view.instructions, view.policy, view.retrievable,
                                                     json.dumps(view.tools, sort_keys=True, ensure_ascii=False),
-                                                    json.dumps(view.tools, ensure_ascii=False)]))
+                                                    json.dumps(view.tools, ensure_ascii=False)]),
+                                         view.opening_request or "")
         p0_names = [s.name for s in plan.tool_chain] if plan else []
         self._p0_pairs = {(a, b) for i, a in enumerate(p0_names) for b in p0_names[i + 1:]}
         self._p0_names = p0_names
@@ -187,7 +189,7 @@ class LeakGuard:
         for a, b in self._records.attribute_claims(tv.canon.text):
             claim = tv.canon.text[a:b].strip()
             out.append((LeakFinding(kind="record", text=claim, written=claim), [(a, b)]))
-        for a, b in pointers.state_claims(tv.canon.text, self._settings, self._public_text):
+        for a, b in self._states.claims(tv.canon.text):
             claim = tv.canon.text[a:b].strip()
             out.append((LeakFinding(kind="state", text=claim, written=claim), [(a, b)]))
         for (a, b), quoted in self._quotations.find(tv):

@@ -19,9 +19,12 @@ _NEGATION = re.compile(r"\b(?:don't|do\s+not|never|not|no|nunca|nicht|kein|ne|n'
 _LATER = re.compile(r"\btoo\s+(?:early|soon)\b|\bprematurely\b|\bdemasiado\s+pronto\b|\bzu\s+früh\b|\btrop\s+tôt\b", re.I)
 _FIRST = re.compile(r"\b(?:first|primero|zuerst|erst|d'abord|prima)\b", re.I)
 
-CLAUSE_END = (rf"\s+(?:and\s+)?then\b|\s+(?:only\s+)?(?:after|before)\b|\s+{_AFTER}\b|\s+{_BEFORE}\b"
-              r"|\s+too\s+(?:early|soon)\b|\s+first\b|\?|\s+qu'(?=apr)|\s+que\b")
-"""Where a clause that names one call ends: 'then', 'after', 'until', 'before', 'first' …"""
+_ELIDED = r"(?:\w{1,3}')?"
+"""An elided word before a marker (French and Italian elision: qu'après, qu'avant)."""
+CLAUSE_END = (rf"\s+(?:and\s+)?then\b|\s+(?:only\s+)?(?:after|before)\b|\s+{_ELIDED}{_AFTER}\b|\s+{_ELIDED}{_BEFORE}\b"
+              r"|\s+too\s+(?:early|soon)\b|\s+first\b|\?|\s+que\b")
+"""Where a clause that names one call ends: 'then', 'after', 'until', 'before', 'first' …, in
+any of the languages, also after an elided word ('qu'après')."""
 _UNIT = re.compile(r"(?:[^.!\n?]|\?(?=\s*(?:not|no|nicht|pas)\b))+", re.I)
 """A sentence; 'B? Not before A' is one."""
 _MID_AFTER = re.compile(rf"\b{_AFTER}\b", re.I)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from critique import person
 from critique import values as vs
 from envs.base import Supervision, scalar_values
 
@@ -66,11 +67,13 @@ def _grams(text: str) -> frozenset[tuple[str, ...]]:
     """Stemmed five-word windows of a text with two or more content words."""
     words = [w for w, _ in _units(vs.analyse(text))] if text else []
     windows = (tuple(words[i:i + GRAM]) for i in range(len(words) - GRAM + 1))
-    return frozenset(g for g in windows if sum(w not in STOP for w in g) >= 2)
+    return frozenset(g for g in windows if sum(w not in STOP and w != person.PERSON for w in g) >= 2)
 
 
 def _units(tv: vs.TextValues) -> list[tuple[str, tuple[int, int]]]:
-    """The text's words with their spans; a word spelled out letter by letter is one word."""
+    """The text's words with their spans; a word spelled out letter by letter is one word, a
+    pronoun or possessive of any person one placeholder (``critique.person``: the hidden
+    instructions' "your trip" is the opening's "my trip")."""
     out: list[tuple[str, tuple[int, int]]] = []
     i = 0
     while i < len(tv.tokens):
@@ -81,7 +84,10 @@ def _units(tv: vs.TextValues) -> list[tuple[str, tuple[int, int]]]:
             i = stretch[1] + 1
             continue
         tok = tv.tokens[i]
-        out.append((stem(tok.lower), (tok.start, tok.end)))
+        if tok.lower in person.USER_NOUNS and out and out[-1][0] in ("the", "this", "that"):
+            out[-1] = (person.PERSON, (out[-1][1][0], tok.end))  # 'the user' is 'I' of the opening
+        else:
+            out.append((person.word(tok.lower) or stem(tok.lower), (tok.start, tok.end)))
         i += 1
     return out
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from critique import clauses, directives, person
 from critique.pointers import DOUBT
 
 _KIND_OF_TABLE = {"reservations": "reservation", "orders": "order", "lines": "line",
@@ -49,8 +50,8 @@ _ID_FIELDS = re.compile(r"(?:^|_)(?:id|ids|email|dob|phone|address\d?|zip|imei|n
 _DET = r"(?:the|this|that|their|his|her|its|the\s+user's|the\s+customer's|your)"
 _GENERAL = re.compile(r"\b(?:only|cannot|can't|can\s+be|must\s+be|policy|policies|rules?|general(?:ly)?|any|all)\b", re.I)
 """A rule in general ('only pending orders can be cancelled'): no claim about this record."""
-_CLAIM = re.compile(r"(?:[^.;!?\n—–(,]|-(?! )|,(?!\s+(?:so|which|and|but|because|since|as)\b))+")
-"""A clause: a sentence, cut where a consequence or a reason begins ('…, so the fee rules differ')."""
+_CLAIM = re.compile(r"(?:[^.;:!?\n—–(,]|:(?=\S)|-(?! )|,(?!\s+(?:so|which|and|but|because|since|as)\b))+")
+"""A clause: a sentence or a part after a colon, cut where a consequence or a reason begins ('…, so the fee rules differ')."""
 _YES_NO = ("yes", "no", "true", "false")
 _HAVING = re.compile(r"\b(?:with|without|has|have|had|no|not|isn't|wasn't|bought|purchased|includes?|included|added|"
                      r"declined|insured|uninsured|skipped)\b|n't\b", re.I)
@@ -120,7 +121,7 @@ class RecordReferences:
     """The records of one task, ready to resolve a critique's phrases against."""
 
     def __init__(self, records: list[dict], public_codes: frozenset[str], public_text: str,
-                 tool_names: list[str] = (), view_text: str = ""):
+                 tool_names: list[str] = (), view_text: str = "", opening: str = ""):
         parsed = [Record(r["table"], str(r["id"]), bool(r.get("acted_on")), dict(r.get("record") or {}),
                          (r["owner"]["table"], str(r["owner"]["id"]), r["owner"].get("field", ""))
                          if r.get("owner") else None) for r in records]
@@ -134,6 +135,8 @@ class RecordReferences:
                 r.siblings = [by_key[(r.table, i)] for i in ids if (r.table, i) in by_key] or \
                     [s for s in parsed if s.table == r.table and s.owner == r.owner]
         self.public = public_text.lower()
+        self.opening = opening.lower()
+        """The user's own words: a value they say of a kind of record is theirs ('my pending order')."""
         self.view = " " + re.sub(r"\W+", " ", view_text.lower()) + " "
         """The policy and the tool schemas: a clause they say word for word is theirs, not a claim."""
         self.codes = public_codes
@@ -174,14 +177,14 @@ class RecordReferences:
     def pointers(self, text: str) -> list[tuple[int, int]]:
         """Spans of phrases that pick out a record the reference acts on."""
         out = []
-        for table, pattern in self._pointer.items():
-            for m in pattern.finditer(text):
+        for (a, b), (table, pattern) in ((c, tp) for c in clauses.spans(text) for tp in self._pointer.items()):
+            for m in pattern.finditer(text, a, b):
                 mod = (m.group("mod") or m.group("mod2")).lower()
                 words = " ".join(filter(None, [m.group("rest"), m.group("rest2"), m.group("tail"), m.group("tail2")]))
                 if m.group("mod") and re.match(r"(?:one|each|every|any|all|both|two|three)\b", words.strip(), re.I):
                     continue
                 span = (m.start(), m.end() - len(m.group("tail") or m.group("tail2") or ""))
-                if re.sub(r"\s+", " ", text[span[0]:span[1]].lower()) in self.public:
+                if person.said(text[span[0]:span[1]], self.public):
                     continue
                 hits = self._resolve(table, mod, words, text[m.start():m.end()])
                 if hits:
@@ -253,6 +256,8 @@ class RecordReferences:
                     if len(value) < 2 or (option and re.search(_words(value), self.public, re.I)):
                         continue  # 'M' says little alone; an option the user or p0 already names
                     pattern = _words(value)
+                    if self._said_of(pattern, nouns):
+                        continue  # 'my pending order': the user said it of that kind of record
                 subject = "|".join(re.escape(n) for n in nouns + [key.replace("_", " ")])
                 option_keys = "|".join(re.escape(k) for k in (record.data.get("options") or {}))
                 out.append((record.table, key, value, option,
@@ -260,6 +265,16 @@ class RecordReferences:
                                                                   rf"\b(?:{subject})\b|\b(?:it|it's)\b"
                                                                   + (rf"|\b(?:{option_keys})\b" if option else ""), re.I)))
         return out
+
+    def _said_of(self, value: str, nouns: list[str]) -> bool:
+        """Whether one clause of the opening request says the value beside a noun of the
+        record's kind ("my pending order"); ``p0`` naming a tool (``modify_pending_order``) does
+        not."""
+        if not nouns or not self.opening or not re.search(value, self.opening, re.I):
+            return False
+        noun = re.compile(rf"\b(?:{'|'.join(re.escape(n) for n in nouns)})", re.I)
+        return any(re.search(value, c, re.I) and noun.search(c)
+                   for c in (self.opening[a:b] for a, b in clauses.spans(self.opening)))
 
     def _quotes_view(self, clause: str, start: int, end: int) -> bool:
         """The value sits in words the policy or the tool schemas say in that order (a schema's
@@ -283,16 +298,18 @@ class RecordReferences:
         for m in _CLAIM.finditer(text):
             clause = m.group(0)
             said = re.sub(r"\W+", " ", clause.lower()).strip()
-            if DOUBT.search(clause) or _GENERAL.search(clause) or clause.strip().lower() in self.public \
+            if DOUBT.search(clause) or _GENERAL.search(clause) or person.said(clause, self.public) \
                     or (len(said) > 12 and f" {said} " in self.view):
                 continue
             if self._tools is not None:
                 clause = self._tools.sub(lambda t: " " * len(t.group(0)), clause)
             options: dict[str, int] = {}
+            asked = directives.inquiries(clause)
             for table, key, value, option, value_re, subject_re in self._facts:
-                found = value_re.search(clause)
+                found = next((f for f in value_re.finditer(clause)
+                              if not directives.inside(asked, f.start(), f.end())), None)
                 if not found or self._quotes_view(clause, found.start(), found.end()):
-                    continue
+                    continue  # absent, named only as what to read ('read the insurance'), or the view's
                 if option:
                     options[table] = options.get(table, 0) + 1
                     if options[table] >= 2 or subject_re.search(clause):
