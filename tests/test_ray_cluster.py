@@ -112,6 +112,7 @@ def scripted():
     yield
 
 
+@pytest.mark.slow  # a local instance's 2 workers give the threads records in the default suite
 def test_a_two_node_cluster_gives_the_threads_records(tmp_path, cluster, scripted, validate):
     args = [*MOCK, "--mode", "all", "--tasks", "2", "--concurrency", "2", "--no-cache"]
     code_t, threads = validate(*args, out=tmp_path / "threads")
@@ -143,6 +144,7 @@ def stub_calls(base: str) -> int:
         return json.load(r)["chat"]
 
 
+@pytest.mark.slow  # two runs on the cluster; a local instance's workers share it in the default suite
 def test_the_response_cache_answers_workers_on_every_node(tmp_path, cluster):
     server = stub_server()
     base = f"http://127.0.0.1:{server.server_address[1]}"
