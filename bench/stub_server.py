@@ -200,7 +200,8 @@ def embeddings(body: dict) -> dict:
 
 
 def make_handler(replay: Replay, latency: float):
-    calls = {"chat": 0, "embeddings": 0, "embedded_texts": 0, "in_flight": 0, "peak_in_flight": 0}
+    calls = {"chat": 0, "embeddings": 0, "embedded_texts": 0, "in_flight": 0, "peak_in_flight": 0,
+             "last_call_at": None}  # wall-clock time of the last request (a test's "after the end")
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -220,6 +221,7 @@ def make_handler(replay: Replay, latency: float):
         def do_POST(self):  # noqa: N802 - http.server's naming
             with lock:
                 calls["chat"] += 1
+                calls["last_call_at"] = time.time()
                 calls["in_flight"] += 1
                 calls["peak_in_flight"] = max(calls["peak_in_flight"], calls["in_flight"])
             try:

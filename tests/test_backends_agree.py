@@ -4,8 +4,9 @@ timings and call ids), the same model calls per purpose, the same exit code and 
 resumable state (records and shared artifacts on disk).
 
 The default suite runs the cases where the backends once differed (a stop on rejected
-credentials or on an endpoint dying mid-run; ``--no-auditor``; ``--retry-errors`` bypassing the
-cache); the rest of the flag matrix is ``slow``. Ray is started once for the module.
+credentials or on an endpoint dying mid-run; ``--retry-errors`` bypassing the cache); the rest of
+the flag matrix, ``--no-auditor`` and its control included, is ``slow``. Ray is started once for
+the module.
 """
 
 from __future__ import annotations
@@ -144,12 +145,14 @@ def test_an_endpoint_dying_mid_run_stops_both_backends_alike(gold_stub, tmp_path
     assert seen["ray"] == seen["threads"]
 
 
+@pytest.mark.slow  # --no-auditor on threads: tests/test_modes_and_boundary.py
 def test_no_auditor_makes_no_auditor_calls_on_either_backend(tmp_path, local_ray, worker_roles):
     result = assert_same(tmp_path, *SCRIPTED, "--mode", "refine", "--no-cache", "--no-auditor")
     assert result["calls"]["auditor"] == 0 and result["calls"]["critic"] == 2
     assert [r["guard"]["audited"] for r in result["records"].values()] == [False, False]
 
 
+@pytest.mark.slow
 def test_the_auditor_runs_by_default_on_both_backends(tmp_path, local_ray, worker_roles):
     """The control of the test above: without ``--no-auditor`` the auditor is called."""
     result = assert_same(tmp_path, *SCRIPTED, "--mode", "refine", "--no-cache")

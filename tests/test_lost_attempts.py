@@ -19,13 +19,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from runtime.backends.ray_ledger import Ledger, LedgerSink, lost_attempt
+from runtime.backends.ray_ledger import Ledger, LedgerSink, lost_attempt, replay
 from runtime.batch import BudgetSpent, Outcome, run_batch
 from runtime.batch.budget import RunBudget, cost_of
 from runtime.episode.spec import RunSpec
 from runtime.folder import lost_attempts
 from runtime.folder.records import EpisodeRecord, lost_spend
 from runtime.folder.store import RunStore
+from runtime.llm.estimate import call_estimate
 from runtime.llm.layer import Meter, ModelLayer, ModelSpec
 from runtime.reports.summary import re_run_line, summarize
 
@@ -169,7 +170,7 @@ def test_the_re_run_episode_holds_both_attempts_and_every_call_is_counted(tmp_pa
     assert all(r.attempts == [] for r in records if r.record_id != victim), "one attempt: no list"
     assert calls_in(records) == endpoint.received == 4 * CALLS + CALLS, \
         "the records must add up to every call the endpoint received"
-    assert cost_of(again) == pytest.approx(CALL_COST * (2 * CALLS - 1))
+    assert cost_of(again) == pytest.approx(CALL_COST * (2 * CALLS - 1) + ESTIMATE)
     summary = summarize(records)
     assert sum(a["cost_usd"] for a in summary["by_arm"].values()) == pytest.approx(
         CALL_COST * (4 * CALLS + CALLS - 1)), "the summary's cost counts the lost attempt"
@@ -179,18 +180,80 @@ def test_the_re_run_episode_holds_both_attempts_and_every_call_is_counted(tmp_pa
     assert f"+${CALL_COST * (CALLS - 1):.4f}" in line
 
 
+ESTIMATE = call_estimate("openai/m", PRICE, "executor", {"messages": [{"role": "user", "content": "hi"}]})
+"""What the lost attempt's call in flight counts for until its answer is known (never)."""
+
+
 def test_the_budget_counts_the_lost_attempt(tmp_path, endpoint):
     s = spec()
     victim = s.keys()[0].id()
-    # 4 episodes cost 4 × $0.6 = $2.4: within $2.5, unless the lost attempt's $0.4 is counted
+    # 4 episodes cost 4 × $0.6 = $2.4: within $2.5, unless the lost attempt's $0.4 (and its
+    # call in flight, at its estimate) is counted
     limit = 4 * CALLS * CALL_COST + 0.1
     with pytest.raises(BudgetSpent) as stopped:
         run_batch(s, RunStore(tmp_path), lambda spec, n: workers(endpoint, victim), max_cost=limit)
     records = RunStore(tmp_path).records()
-    assert len(records) == 3 and stopped.value.remaining == 1
-    spent = 3 * CALLS * CALL_COST + (CALLS - 1) * CALL_COST
+    done = len(records)
+    assert done + stopped.value.remaining == 4 and done < 4
+    spent = done * CALLS * CALL_COST + (CALLS - 1) * CALL_COST + ESTIMATE
     assert stopped.value.spent == pytest.approx(spent)
     assert RunBudget(limit, records).spent == pytest.approx(spent), "a resume counts it from the records"
+
+
+def test_a_call_in_flight_counts_at_its_requests_estimate(tmp_path, endpoint):
+    """The call the endpoint holds when the attempt is lost was served: it counts at what its
+    request would cost (its size, the model's price), not $0, until its answer is known."""
+    s = spec()
+    victim = s.keys()[0].id()
+    run_batch(s, RunStore(tmp_path), lambda spec, n: workers(endpoint, victim))
+    lost = next(r for r in RunStore(tmp_path).records() if r.record_id == victim).attempts[0]
+    assert lost.in_flight_calls == 1 and lost.in_flight_cost_usd == pytest.approx(ESTIMATE) and ESTIMATE > 0
+    assert lost.cost_usd == pytest.approx((CALLS - 1) * CALL_COST), "measured cost stays measured"
+    big = call_estimate("openai/m", PRICE, "executor", {"messages": [{"role": "user", "content": "x" * 4000}]})
+    assert big > ESTIMATE, "a longer request is estimated dearer"
+    assert call_estimate("nobody/prices-this", None, "executor", {"messages": []}) == 0.0
+
+
+def test_a_call_the_ledger_refuses_never_leaves(tmp_path, endpoint):
+    """An attempt the driver already took as lost (its worker only seemed dead) makes no more
+    calls: the ledger refuses the ticket and the request is never sent."""
+    from runtime.backends.ray_ledger import CallRefused
+
+    ledger = Ledger()
+    layer = ModelLayer({"model": ModelSpec(model="openai/m", api_base=endpoint.url, timeout=30.0,
+                                           price=PRICE)}, retries=0)
+    client = layer.client("model", "executor", Meter(sink=LedgerSink(ledger, "e#1", "w", remote=False)))
+    client.complete([{"role": "user", "content": "hi"}])
+    assert ledger.take("e#1")["calls"] == 1
+    with pytest.raises(CallRefused):
+        client.complete([{"role": "user", "content": "hi"}])
+    assert endpoint.received == 1, "a refused call must not reach the endpoint"
+
+
+def test_the_journal_gives_the_ledgers_counts_once_the_ledger_is_gone(tmp_path):
+    """The ledger lives on the head; its journal on the driver's machine outlives it: replayed,
+    it gives every call that left, not just the counts of the last reading."""
+    journal = tmp_path / "ledger.jsonl"
+    ledger = Ledger(str(journal))
+    t1 = ledger.begin("e#1", "w", "executor", 0.3)
+    ledger.end("e#1", "w", t1, {"calls": 1, "prompt_tokens": 5, "cost_usd": 0.5})
+    read_before = ledger.snapshot()  # the driver's last reading ...
+    ledger.begin("e#1", "w", "executor", 0.25)  # ... and a call that left after it
+    ledger.begin("e#2", "w", "user", 0.1)
+    ledger.drop("e#2")
+    assert read_before["e#1"]["in_flight_calls"] == 0
+    with journal.open("a") as f:
+        f.write('["begin", "e#1", "w", "exec')  # a torn last line (the ledger killed mid-write)
+    replayed = replay(journal)
+    assert replayed == {"e#1": {**ledger.snapshot()["e#1"]}}
+    assert (replayed["e#1"]["calls"], replayed["e#1"]["in_flight_calls"]) == (1, 1)
+    assert replayed["e#1"]["in_flight_cost_usd"] == pytest.approx(0.25)
+    assert replay(tmp_path / "missing.jsonl") is None
+    short = lost_attempt("e#1", read_before["e#1"], at_least=True)
+    assert short.at_least and short.in_flight_calls == 0
+    line = re_run_line({"episodes": 1, "lost_attempts": 1, "calls": 1, "in_flight_calls": 0,
+                        "tokens": 5, "cost_usd": 0.5, "at_least": True})
+    assert "+at least 1 calls" in line, line
 
 
 def test_the_ledger_counts_each_call_once():
@@ -218,13 +281,13 @@ def test_the_budget_counts_a_lost_attempt_at_once_and_a_resume_keeps_it(tmp_path
     w = workers(endpoint, victim)
     with pytest.raises(BudgetSpent) as stopped:
         run_batch(s, RunStore(tmp_path), lambda spec, n: w, max_cost=0.3)
-    assert stopped.value.spent == pytest.approx((CALLS - 1) * CALL_COST)
+    assert stopped.value.spent == pytest.approx((CALLS - 1) * CALL_COST + ESTIMATE)
     assert stopped.value.remaining == 4 and w.runs == {victim: 1}
     # no record holds the lost attempt yet: the folder keeps it, and the budget counts it
     store = RunStore(tmp_path)
     pending = lost_attempts.unrecorded(tmp_path, store.records())
     assert store.records() == [] and [a.calls for a in pending[victim]] == [CALLS - 1]
-    assert RunBudget(0.3, store.records(), pending).spent == pytest.approx((CALLS - 1) * CALL_COST)
+    assert RunBudget(0.3, store.records(), pending).spent == pytest.approx((CALLS - 1) * CALL_COST + ESTIMATE)
     # the resume: the episode's record takes the lost attempt in, once
     again = workers(endpoint, victim="none")
     run_batch(s, store, lambda spec, n: again)
@@ -233,4 +296,4 @@ def test_the_budget_counts_a_lost_attempt_at_once_and_a_resume_keeps_it(tmp_path
     assert [(a.number, a.ended, a.calls) for a in rerun.attempts] == [(1, "lost", CALLS - 1), (2, "finished", CALLS)]
     assert calls_in(records) == endpoint.received == 4 * CALLS + CALLS
     assert lost_attempts.unrecorded(tmp_path, records) == {}, "held by a record: pending no more"
-    assert RunBudget(9.0, records, {}).spent == pytest.approx(CALL_COST * (4 * CALLS + CALLS - 1))
+    assert RunBudget(9.0, records, {}).spent == pytest.approx(CALL_COST * (4 * CALLS + CALLS - 1) + ESTIMATE)

@@ -211,6 +211,7 @@ def describe(procs: list) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # the watcher's own SIGKILL tests (tests/test_ray_reaper.py) run by default
 def test_sigkill_of_the_driver_leaves_no_ray_process(tmp_path):
     proc = start_driver(tmp_path)
     try:

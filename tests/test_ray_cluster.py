@@ -112,6 +112,7 @@ def scripted():
     yield
 
 
+@pytest.mark.slow  # a local instance's 2 workers give the threads records in the default suite
 def test_a_two_node_cluster_gives_the_threads_records(tmp_path, cluster, scripted, validate):
     args = [*MOCK, "--mode", "all", "--tasks", "2", "--concurrency", "2", "--no-cache"]
     code_t, threads = validate(*args, out=tmp_path / "threads")
@@ -143,6 +144,7 @@ def stub_calls(base: str) -> int:
         return json.load(r)["chat"]
 
 
+@pytest.mark.slow  # two runs on the cluster; a local instance's workers share it in the default suite
 def test_the_response_cache_answers_workers_on_every_node(tmp_path, cluster):
     server = stub_server()
     base = f"http://127.0.0.1:{server.server_address[1]}"
@@ -340,3 +342,83 @@ def test_a_node_lost_mid_run_leaves_every_paid_call_in_the_records(tmp_path):
     assert summary["re_run"]["calls"] == lost["calls"]
     assert "1 episode re-run after a lost Ray worker or node: +" in stdout, stdout[-2000:]
     assert victim
+
+
+def stub_stats(base: str) -> dict:
+    with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
+        return json.load(r)
+
+
+def both_calling(base: str, calls0: int) -> bool:
+    """Both workers in mid-episode: a few calls made, and two waiting for their answers now."""
+    now = stub_stats(base)
+    return now["chat"] - calls0 >= 8 and now["in_flight"] >= 2
+
+
+AFTER_S = 20.0
+"""How long the endpoint is watched after the command returned: a worker on the surviving node
+kept calling for 18 s after the head's death before workers stopped by themselves."""
+
+
+@pytest.mark.slow
+def test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command(tmp_path):
+    """The head SIGKILLed while both workers (one on the head, one on the other node) are in
+    mid-episode against the counting stub: the folder (records and ``lost_attempts.jsonl``)
+    accounts for every call the endpoint received, or says "at least" and the bound holds; no
+    call reaches the endpoint after the command returned, and the surviving node's worker ends.
+    The other node's raylet keeps Ray's own 60 s before it gives up on the GCS, so only the
+    workers' own stop (``runtime.backends.ray_lease``) can pass this."""
+    server = load_stub_server().serve(0, 0.5, ["retail"])
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    c = new_cluster(tmp_path / "cluster", "n2")
+    try:
+        out = tmp_path / "ray"
+        args = ["--env", "tau2", "--domain", "retail", "--task-ids", "0", "--mode", "direct",
+                "--model", "openai/stub", "--api-base", f"{base}/v1", "--no-judge", "--trials", "6",
+                "--concurrency", "2", "--ray-workers", "2", "--no-cache",
+                "--price", "openai/stub=1000/5000"]
+        calls0 = stub_calls(base)
+        proc = driver(c, out, *args)
+        deadline = time.monotonic() + 240
+        while not (both_calling(base, calls0) and "n2" in c.hosting("EpisodeWorker")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+            time.sleep(0.2)
+        c.kill_node("head")
+        code, _, err = finish(proc, timeout=180)
+        returned = time.time()
+        at_return = stub_stats(base)
+        time.sleep(AFTER_S)
+        after = stub_stats(base)
+        workers_left = c.hosting("EpisodeWorker")
+    finally:
+        end(c)
+        server.shutdown()
+    raw = (out / "driver.err").read_text()
+    assert code == 3, raw[-3000:]
+    line = err.strip().splitlines()[-1]
+    assert after["chat"] == at_return["chat"], \
+        f"{after['chat'] - at_return['chat']} call(s) reached the endpoint after the command returned"
+    assert after["last_call_at"] <= returned, \
+        f"a call {after['last_call_at'] - returned:.1f} s after the command returned"
+    assert workers_left == [], f"an episode worker still runs on {workers_left} {AFTER_S:g} s later"
+    received = at_return["chat"] - calls0
+    rows = lines(out)
+    assert_clean(rows)
+    waiting = [json.loads(x)["attempt"] for x in (out / "lost_attempts.jsonl").read_text().splitlines()]
+    # the ones in flight at the end, and any whose worker went down with the head before it
+    assert any("HeadLost" in a["reason"] for a in waiting), waiting
+    counted = (sum(r["usage"]["total"]["calls"] for r in rows)
+               + sum(a["calls"] + a["in_flight_calls"] for a in waiting))
+    if any(a["at_least"] for a in waiting):
+        assert counted <= received and "at least" in line, (counted, received, line)
+    else:
+        assert counted == received, f"the folder counts {counted} calls; the endpoint received {received}"
+        assert "at least" not in line, line
+    flying = sum(a["in_flight_calls"] for a in waiting)
+    said_calls = sum(a["calls"] + a["in_flight_calls"] for a in waiting if "HeadLost" in a["reason"])
+    assert f"their calls: {'at least ' if 'at least' in line else ''}{said_calls}" in line, line
+    per_call = (100 * 1000 + 20 * 5000) / 1e6
+    assert sum(a["cost_usd"] for a in waiting) == pytest.approx(sum(a["calls"] for a in waiting) * per_call)
+    assert all((a["in_flight_cost_usd"] > 0) == (a["in_flight_calls"] > 0) for a in waiting), \
+        "a call in flight counts at its request's estimate, not $0"
+    assert flying <= 2, waiting

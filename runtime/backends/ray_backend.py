@@ -24,6 +24,9 @@ and writes every result, as it does for threads. Design:
   (:mod:`runtime.backends.ray_workers`). What a lost attempt spent is not lost with it: each
   model call is counted as it happens in a ledger actor on the driver's node
   (:mod:`runtime.backends.ray_ledger`) and kept in the re-run episode's ``attempts``.
+* **Losing the head stops every call.** A call leaves a worker only once the ledger has counted
+  it, and a watch thread in each worker stops its calls, then the worker, once the head's GCS
+  stops answering (:mod:`runtime.backends.ray_lease`): no call is made after the command ends.
 * **Per-provider limits are global:** one limiter actor holds a semaphore per provider; each
   model call of every worker takes a slot from it. A worker that dies (each incarnation is a
   holder of its own) has its slots returned.
@@ -41,6 +44,7 @@ import atexit
 import math
 import os
 import subprocess
+import tempfile
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,7 +56,7 @@ try:
 except ImportError:  # pragma: no cover - checked in ensure_ray with a one-line message
     ray = None
 
-from runtime.backends import ray_logs, ray_loopback, ray_reaper
+from runtime.backends import ray_lease, ray_logs, ray_loopback, ray_reaper
 from runtime.batch import Abort
 from runtime.compose.config import RunConfig, UsageError
 from runtime.episode.artifacts import Artifact, ArtifactMemo
@@ -131,8 +135,6 @@ def start_local(cpus: int, port_range: str | None = None) -> None:
     if port_range:
         from runtime.backends import ray_ports
 
-        import tempfile
-
         _SESSION["temp_dir"] = tempfile.mkdtemp(prefix="evr-ray-")  # short: Ray's socket paths
         try:
             address = ray_ports.start_head(ray_ports.parse_range(port_range), cpus,
@@ -141,7 +143,8 @@ def start_local(cpus: int, port_range: str | None = None) -> None:
             raise UsageError(f"--ray-port-range {port_range}: {exc}") from None
         ray.init(address=address, **common)
     else:  # "local": a new instance, never one another program on this machine started
-        ray.init(address="local", num_cpus=cpus, object_store_memory=OBJECT_STORE_BYTES, **common)
+        ray.init(address="local", num_cpus=cpus, object_store_memory=OBJECT_STORE_BYTES,
+                 _system_config=dict(ray_lease.RAY_SETTINGS), **common)
     try:
         ray_loopback.check_on_loopback(ray.get_runtime_context().gcs_address)
     except RuntimeError as exc:
@@ -307,6 +310,7 @@ class EpisodeWorker:
         holder = f"{index}@{ray.get_runtime_context().get_node_id()[:12]}:{os.getpid()}"
         self.holder = holder
         self.ledger = ledger
+        self.services: Any = None
 
         for hook in recipe.setup:
             hook()
@@ -319,6 +323,14 @@ class EpisodeWorker:
             # same machine (or a shared folder) as the driver: keep the env servers' logs there
             log_dir=log_dir if log_dir.parent.is_dir() else None)
         self.memo = ArtifactMemo()
+        self.watch = ray_lease.HeadWatch(ray.get_runtime_context().gcs_address, self.stop_calls,
+                                         close=self.close)
+
+    def stop_calls(self, reason: str) -> BaseException:
+        """No model call of this worker leaves from now on (the head or the driver is gone)."""
+        if self.services is None:
+            return RuntimeError(reason)
+        return self.services.layer.abort(reason)
 
     def ready(self) -> str:
         """This incarnation's limiter holder: the driver tells a restarted worker by it."""
@@ -332,7 +344,8 @@ class EpisodeWorker:
         from runtime.episode.engine import run_episode
 
         self.memo.seed(seeded)
-        sink = LedgerSink(self.ledger, attempt, self.holder) if self.ledger is not None else None
+        sink = (LedgerSink(self.ledger, attempt, self.holder, lost=self.stop_calls)
+                if self.ledger is not None else None)
         record, made = run_episode(self.spec, self.services, key, self.memo, sink=sink)
         return record, made, Abort.of(self.services.layer.aborted), self.holder
 
@@ -340,7 +353,9 @@ class EpisodeWorker:
         self.services.layer.abort(reason, credentials)
 
     def close(self) -> None:
-        self.services.env.close()
+        self.watch.stop()
+        if self.services is not None:
+            self.services.env.close()
 
 
 # ---- the driver ---------------------------------------------------------------------------------
@@ -374,10 +389,13 @@ def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None,
                 .remote(config.model_concurrency)
         from runtime.backends.ray_ledger import Ledger
 
-        ledger = ray.remote(Ledger).options(num_cpus=0, max_concurrency=64, **pinned).remote()
+        # its journal: a file on this machine (the ledger is pinned here), read if the head goes
+        fd, journal = tempfile.mkstemp(prefix="evr-ledger-", suffix=".jsonl")
+        os.close(fd)
+        ledger = ray.remote(Ledger).options(num_cpus=0, max_concurrency=64, **pinned).remote(journal)
         slots = max(1, math.ceil(spec.concurrency / workers))
         pool = ray_workers.Pool(EpisodeWorker, (recipe(spec, run.out, setup or []), cache_actor, limiter, ledger),
-                                workers, slots, cpus_each, cache_actor, limiter, ledger)
+                                workers, slots, cpus_each, cache_actor, limiter, ledger, journal)
         return ray_workers.RayExecutor(pool, config.ray_placement_timeout, on_status)
 
     return open_executor

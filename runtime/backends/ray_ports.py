@@ -34,7 +34,10 @@ def start_head(port_range: tuple[int, int], cpus: int, object_store_bytes: int, 
     any other local ``ray.init()`` on the machine would find and join it. ``RuntimeError`` with
     Ray's last words when it cannot start (a port in use, ...)."""
     command = [*head_command(port_range, cpus, object_store_bytes), f"--temp-dir={temp_dir}"]
-    done = subprocess.run(command, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+    from runtime.backends.ray_lease import ray_environment  # its raylet gives up on a lost GCS soon
+
+    done = subprocess.run(command, env={**os.environ, **ray_environment()}, capture_output=True,
+                          text=True, timeout=300)
     if done.returncode != 0:
         last = " ".join((done.stderr or done.stdout).strip().splitlines()[-1:])[:300]
         raise RuntimeError(f"ray start failed on ports {port_range[0]}-{port_range[1]}: {last}")

@@ -20,17 +20,19 @@
   (for at most that long again), and the batch loop ends with exit 3 and a resumable folder.
 * **A lost head ends the run at once.** A watch thread probes the head's GCS port every
   ``PING_S`` (:class:`ClusterWatch`); after ``HEAD_MISSES`` misses the episodes in flight become
-  lost attempts (with the ledger's last counts) and the run stops in one line, exit 3, instead
-  of Ray's 60 s hang and exit 1.
+  lost attempts and the run stops in one line, exit 3, instead of Ray's 60 s hang and exit 1.
+  Their calls are read from the ledger's journal on this machine (every call that left), or,
+  where it cannot be read, from the ledger's last reading, said to be a lower bound. The
+  workers stop calling by themselves (``runtime.backends.ray_lease``).
 """
 
 from __future__ import annotations
 
 import math
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import ray
@@ -38,7 +40,8 @@ import ray
 from runtime.batch import Outcome, Stalled
 from runtime.compose.config import UsageError
 from runtime.episode.artifacts import Artifact
-from runtime.backends.ray_ledger import lost_attempt
+from runtime.backends import ray_lease
+from runtime.backends.ray_ledger import lost_attempt, replay
 from runtime.folder.records import EpisodeKey
 
 Group = tuple[Any, Any, Any]
@@ -48,7 +51,7 @@ PING_S = 1.0
 """How often a worker that is down or starting is asked whether it answers again."""
 ANSWER_S = 300.0
 """How long a placed worker may take to answer (building its services: imports, environment)."""
-HEAD_MISSES = 3
+HEAD_MISSES = ray_lease.MISSES
 """Probes of the head's GCS port in a row (``PING_S`` apart) that find nothing listening before
 the head counts as lost: Ray itself would hang for ``gcs_rpc_server_reconnect_timeout_s`` (60 s)
 and then end the process with exit 1 and nothing saved."""
@@ -107,13 +110,16 @@ class Pool:
     """The run's worker actors and the shared cache and limiter actors (pinned to the driver)."""
 
     def __init__(self, worker_class: type, args: tuple, workers: int, slots: int,
-                 cpus_each: float, cache: Any, limiter: Any, ledger: Any = None):
+                 cpus_each: float, cache: Any, limiter: Any, ledger: Any = None,
+                 journal: str | None = None):
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self.n, self.slots, self.limiter, self.cache = workers, slots, limiter, cache
         self.ledger = ledger
         """Where workers count each model call as it happens (``runtime.backends.ray_ledger``)."""
+        self.journal = journal
+        """The ledger's journal, on this machine: its counts once the ledger is gone."""
         # One bundle per worker, spread over the nodes: Ray reserves the CPUs, moves a lost
         # node's bundles to nodes with room, and tells whether each is placed (``placed``).
         self.group = placement_group([{"CPU": cpus_each}] * workers, strategy="SPREAD")
@@ -200,31 +206,10 @@ class ClusterWatch:
             return self.counted
 
     def answers(self) -> bool:
-        host, _, port = (self.gcs or "").rpartition(":")
-        if not host or not port.isdigit():
-            return True  # not known: Ray's own timeouts apply
-        # a head on this machine may listen on loopback only (a private local instance)
-        hosts = [host, *(["127.0.0.1"] if host != "127.0.0.1" and _is_local(host) else [])]
-        for name in hosts:
-            try:
-                socket.create_connection((name, int(port)), timeout=PING_S).close()
-                return True
-            except OSError:
-                continue
-        return False
+        return ray_lease.gcs_answers(self.gcs, PING_S)
 
     def stop(self) -> None:
         self.stopped.set()
-
-
-def _is_local(host: str) -> bool:
-    """Whether ``host`` is an address of this machine (one can bind to it)."""
-    try:
-        with socket.socket() as s:
-            s.bind((host, 0))
-        return True
-    except OSError:
-        return False
 
 
 def gcs_address() -> str | None:
@@ -315,14 +300,22 @@ class RayExecutor:
                            attempt=self.counted(attempt), where=worker.holder)
 
     def counted(self, attempt: str) -> Any:
-        """The lost attempt's calls as the ledger counted them (None: no ledger, or it is gone)."""
+        """The lost attempt's calls as the ledger counted them (None: no ledger, or no call)."""
         if self.pool.ledger is None:
             return None
         try:
             tally = ray.get(self.pool.ledger.take.remote(attempt), timeout=5 * PING_S)
         except (ray.exceptions.RayError, TimeoutError):
-            tally = self.watch.counted.get(attempt)  # the ledger went with the head: its last counts
+            return self.unreachable([attempt])[attempt]  # the ledger went with the head
         return lost_attempt(attempt, tally) if tally else None
+
+    def unreachable(self, attempts: list[str]) -> dict[str, Any]:
+        """The calls of ``attempts`` once the ledger is gone: from its journal (every call
+        that left) or, where that cannot be read, from its last reading, marked ``at_least``."""
+        journal = replay(self.pool.journal) if self.pool.journal else None
+        if journal is not None:
+            return {a: lost_attempt(a, journal[a]) if a in journal else None for a in attempts}
+        return {a: lost_attempt(a, self.watch.counted.get(a) or {}, at_least=True) for a in attempts}
 
     # ---- worker health -----------------------------------------------------------------------
 
@@ -380,28 +373,35 @@ class RayExecutor:
 
     def lost_with_the_head(self) -> list[Outcome]:
         """The episodes in flight when the head was lost, as lost attempts with the calls the
-        ledger had counted of them at the last reading (at most ``PING_S`` old): they are not
-        recorded (their workers depended on the head's actors) and run again on resume."""
-        self.stop(self.head_lost())
+        ledger counted of them (:meth:`unreachable`): they are not recorded (their workers
+        depended on the head's actors) and run again on resume."""
+        running = list(self.in_flight.items())
+        counted = self.unreachable([attempt for _, (_, _, attempt) in running]) if self.pool.ledger else {}
         outcomes = []
-        for ref, (key, w, attempt) in list(self.in_flight.items()):
+        for ref, (key, w, attempt) in running:
             del self.in_flight[ref]
             self.load[w] -= 1
-            tally = self.watch.counted.get(attempt)
             outcomes.append(Outcome(key=key, record=None, where=self.pool.workers[w].holder,
-                                    lost=("HeadLost", "the Ray head node was lost; calls after the "
-                                          f"ledger's last reading (at most {PING_S:g} s before) are "
-                                          "not counted"),
-                                    attempt=lost_attempt(attempt, tally) if tally else None))
+                                    lost=("HeadLost", "the Ray head node was lost"),
+                                    attempt=counted.get(attempt)))
+        self.stop(self.head_lost([o.attempt for o in outcomes]))
         return outcomes
 
-    def head_lost(self) -> str:
+    def head_lost(self, attempts: list[Any] | None = None) -> str:
         """The line that ends a run whose head node is gone: the episodes in flight are left
-        unrecorded (their workers depended on the head's actors), to run again on resume."""
-        running = len(self.in_flight)
+        unrecorded (their workers depended on the head's actors), to run again on resume, and
+        their calls are counted (``at least``, where only the ledger's last reading was left)."""
+        attempts = attempts or []
+        known = [a for a in attempts if a is not None]
+        calls = sum(a.calls + a.in_flight_calls for a in known)
+        flying = sum(a.in_flight_calls for a in known)
+        short = any(a.at_least for a in known) or (self.pool.ledger is not None and not self.pool.journal)
+        counted = (f"; their calls: {'at least ' if short else ''}{calls}"
+                   f"{f' ({flying} in flight when lost)' if flying else ''}, in lost_attempts.jsonl"
+                   if attempts else "")
         return (f"lost the Ray head node (nothing answers at its GCS address {self.watch.gcs} "
-                f"for {HEAD_MISSES * PING_S:g} s: the cluster is gone); {running} episode(s) in "
-                f"flight were not recorded")
+                f"for {HEAD_MISSES * PING_S:g} s: the cluster is gone); {len(attempts)} episode(s) "
+                f"in flight were not recorded{counted}")
 
     def stop(self, reason: str) -> None:
         self.stalled = reason
@@ -421,10 +421,14 @@ class RayExecutor:
         # At the end, time for every worker to remove its containers and save their logs; on
         # Ctrl-C, an error or a stop, a short wait and then the workers are ended regardless.
         self.watch.stop()
-        if self.watch.head_lost:
-            forget_cluster()  # nothing to close, and every call to the cluster would block
-            return
-        self.pool.close(timeout_s=120.0 if finished else 10.0)
+        try:
+            if self.watch.head_lost:
+                forget_cluster()  # nothing to close, and every call to the cluster would block
+                return
+            self.pool.close(timeout_s=120.0 if finished else 10.0)
+        finally:
+            if self.pool.journal:
+                Path(self.pool.journal).unlink(missing_ok=True)
 
 
 HEAD_LOST = False

@@ -7,7 +7,9 @@ episodes in flight and of this one stays within the limit; the estimate of an ep
 mean cost of the finished episodes of its environment, domain and mode (an airline episode
 costs ten times a mock one, a Refine episode more than a Direct one). Where none has finished
 yet nothing is known, so that episode runs alone to learn the price. Episodes in flight always
-finish, so the run ends within about one episode's cost of the limit.
+finish, so the run ends within about one episode's cost of the limit. A lost attempt's calls
+that were in flight when it was lost count at their requests' estimated cost (their answers,
+and so their price, never came), not at $0.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from runtime.folder.records import Attempt, EpisodeKey, EpisodeRecord, lost_spend
+from runtime.folder.records import Attempt, EpisodeKey, EpisodeRecord, lost_attempts
 
 BUDGET_SPENT = 4
 """The exit code of a run that stopped at its ``--max-cost``."""
@@ -26,9 +28,15 @@ def episode_cost(record: EpisodeRecord) -> float:
     return float((record.usage or {}).get("total", {}).get("cost_usd", 0.0) or 0.0)
 
 
+def charged(attempt: Attempt) -> float:
+    """What a lost attempt counts against the limit: its answered calls' cost, and its calls in
+    flight at their estimate."""
+    return attempt.cost_usd + attempt.in_flight_cost_usd
+
+
 def cost_of(record: EpisodeRecord) -> float:
     """What the record's episode cost the run: its run, and every lost attempt before it."""
-    return episode_cost(record) + lost_spend(record)[1]
+    return episode_cost(record) + sum(charged(a) for a in lost_attempts(record))
 
 
 class BudgetSpent(RuntimeError):
@@ -58,7 +66,7 @@ class RunBudget:
         for record in records:
             self.note(record)
         for record_id, attempts in (unrecorded or {}).items():
-            cost = sum(a.cost_usd for a in attempts)
+            cost = sum(charged(a) for a in attempts)
             self.spent += cost
             self._lost[record_id] += cost
 

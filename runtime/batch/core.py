@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from runtime.batch.budget import RunBudget
+from runtime.batch.budget import RunBudget, charged
 from runtime.episode.artifacts import Artifact, group_of, identity
 from runtime.episode.engine import lost_record
 from runtime.episode.spec import RunSpec
@@ -201,7 +201,7 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                     lost_attempts.note(store.root, outcome.key.id(), tries[-1])  # until a record holds it
                     losses[outcome.key.id()] += 1
                     if budget is not None:
-                        budget.note_lost(outcome.key, tries[-1].cost_usd)  # paid, now
+                        budget.note_lost(outcome.key, charged(tries[-1]))  # paid, now
                     if losses[outcome.key.id()] < LOST_ATTEMPTS:
                         queue.appendleft(outcome.key)  # its worker was lost: run it elsewhere
                         continue

@@ -68,6 +68,12 @@ class Attempt(BaseModel):
     in_flight_calls: int = Field(
         default=0, description="Calls sent but not answered before the loss: the endpoint may "
         "have served (and billed) them; their tokens and cost are unknown.")
+    in_flight_cost_usd: float = Field(
+        default=0.0, description="Those calls' cost as estimated from their requests "
+        "(runtime.llm.estimate.call_estimate): counted by --max-cost, not in cost_usd.")
+    at_least: bool = Field(
+        default=False, description="The counts may be short: they are the last reading of a ledger "
+        "lost after it (the Ray head's), and calls sent since are not known.")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0

@@ -94,3 +94,27 @@ def episode_estimate(mode: str, roles: Mapping[str, str], prices: Mapping[str, P
         t_in, t_out = tokens[purpose]
         out.cost_usd += count * (t_in * p_in + t_out * p_out)
     return out
+
+
+CHARS_PER_TOKEN = 4
+"""A request's prompt tokens, roughly, from its size: English text and JSON run at about four
+characters a token in the tokenizers of the hosted models."""
+
+
+def call_estimate(model: str, price: tuple[float, float] | None, purpose: str,
+                  request: Mapping[str, object]) -> float:
+    """What one request costs, before its answer says: its messages and tools at
+    ``CHARS_PER_TOKEN``, and its ``max_tokens`` (else the purpose's usual answer, ``TOKENS``)
+    for the completion, at ``price`` (USD per million, the user's) or litellm's price of
+    ``model``; $0 for a model nobody prices. A call in flight is counted at this until its
+    answer is known (``runtime.backends.ray_ledger``), so ``--max-cost`` is not one call
+    behind per request in flight."""
+    import json
+
+    per_million = Price(input=price[0], output=price[1]) if price is not None else price_of(model)
+    if per_million is None:
+        return 0.0
+    sent = {k: request.get(k) for k in ("messages", "tools") if request.get(k)}
+    prompt = len(json.dumps(sent, default=str)) // CHARS_PER_TOKEN
+    answer = request.get("max_tokens") or TOKENS.get(purpose, (0, 500))[1]
+    return per_million.cost(prompt, int(answer))  # type: ignore[call-overload]

@@ -37,6 +37,7 @@ from evrcore.chat import ChatReply, extract_json
 from runtime.llm import credentials
 from runtime.llm.body_order import laid_out
 from runtime.llm.breaker import CircuitBreaker
+from runtime.llm.estimate import call_estimate
 from runtime.llm.limits import provider_of
 from runtime.llm.response_cache import ResponseCache
 from runtime.llm.provider_rules import (ORDINARY_FINISH, Fault, fault_of, native_finish,
@@ -179,12 +180,14 @@ class Meter:
     """purpose → the provider's own finish reason, where it was not an ordinary one
     (``MALFORMED_FUNCTION_CALL``, ``SAFETY``, ``length``, ...) → count, retried answers included."""
     sink: Any = None
-    """Told of each call as it happens (``begin(purpose)`` → ticket; ``end(ticket, purpose, usage
-    or None)``): a Ray worker's ledger, which outlives it (``runtime.backends.ray_ledger``)."""
+    """Told of each call as it happens (``begin(purpose, estimated cost)`` → ticket, before the
+    request leaves, and may raise to keep it from leaving; ``end(ticket, purpose, usage or
+    None)``): a Ray worker's ledger, which outlives it (``runtime.backends.ray_ledger``)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def begin(self, purpose: str) -> Any:
-        return self.sink.begin(purpose) if self.sink is not None else None
+    def begin(self, purpose: str, estimate: Callable[[], float] = lambda: 0.0) -> Any:
+        """``estimate``: the call's cost before its answer says (counted while it is in flight)."""
+        return self.sink.begin(purpose, estimate()) if self.sink is not None else None
 
     def end_failed(self, purpose: str, ticket: Any) -> None:
         if self.sink is not None:
@@ -327,7 +330,7 @@ class ModelLayer:
             return reply  # (a bad answer an older version cached is asked for again)
         started = time.perf_counter()
         token = CALL_CONTEXT.set({**context, "purpose": purpose})
-        ticket = meter.begin(purpose)  # before the request leaves: a lost worker's call counts
+        ticket = meter.begin(purpose, lambda: call_estimate(spec.model, spec.price, purpose, request))
         try:
             note = lambda reason: meter.note_finish(purpose, reason)  # noqa: E731
             if self.limiter is None:

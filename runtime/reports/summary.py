@@ -212,7 +212,7 @@ def re_runs(records: list[EpisodeRecord]) -> dict[str, Any] | None:
     return {"episodes": len(again), "lost_attempts": len(lost),
             "calls": sum(a.calls for a in lost), "in_flight_calls": sum(a.in_flight_calls for a in lost),
             "tokens": sum(a.prompt_tokens + a.completion_tokens for a in lost),
-            "cost_usd": sum(a.cost_usd for a in lost)}
+            "cost_usd": sum(a.cost_usd for a in lost), "at_least": any(a.at_least for a in lost)}
 
 
 def re_run_line(rerun: dict[str, Any] | None) -> str | None:
@@ -223,7 +223,8 @@ def re_run_line(rerun: dict[str, Any] | None) -> str | None:
     flight = f" ({rerun['in_flight_calls']} in flight when lost)" if rerun["in_flight_calls"] else ""
     tries = f" ({rerun['lost_attempts']} lost attempts)" if rerun["lost_attempts"] > n else ""
     return (f"{n} episode{'s' if n != 1 else ''} re-run after a lost Ray worker or node{tries}: "
-            f"+{rerun['calls'] + rerun['in_flight_calls']} calls{flight}, +{rerun['tokens']} tokens, "
+            f"+{'at least ' if rerun.get('at_least') else ''}{rerun['calls'] + rerun['in_flight_calls']} "
+            f"calls{flight}, +{rerun['tokens']} tokens, "
             f"+${rerun['cost_usd']:.4f}, counted in the cost above")
 
 
