@@ -4,6 +4,7 @@ not ours (error messages, task ids) survives rich's markup."""
 from __future__ import annotations
 
 import io
+import math
 import re
 
 import pytest
@@ -104,6 +105,20 @@ def test_the_first_plots_on_an_all_zero_run():
     assert band.get_xlim()[1] >= 0.15
 
 
+def test_a_delta_without_an_interval_is_drawn_without_one():
+    """One task gives a Δ with no interval (NaN bounds) and no detectable size: the plot still
+    draws, on a finite axis, instead of failing the whole report."""
+    from runtime.reports import plots
+
+    nan = float("nan")
+    rows = [{"env": "tau2", "model": "m", "delta": 0.5, "delta_low": nan, "delta_high": nan, "delta_mde": nan},
+            {"env": "tau2", "model": "n", "delta": nan, "delta_low": nan, "delta_high": nan, "delta_mde": None}]
+    ax = plots.delta_figure(rows).axes[0]
+    low, high = ax.get_xlim()
+    assert low < -0.5 < 0.5 < high and all(map(math.isfinite, (low, high)))
+    assert [t.get_text() for t in ax.texts] == ["+0.500 (no interval)"]
+
+
 def test_a_table_too_wide_for_abbreviations_is_stacked_with_its_labels():
     columns = [Col("arm", left=True)] + [Col(f"figure number {i}", f"f{i}") for i in range(12)]
     rows = [["refine:critic-metric", *[f"{i * 1234.5678:.4f}" for i in range(12)]]]
@@ -165,7 +180,7 @@ def test_error_line_keeps_bracketed_text(tmp_path):
     store.append(record)
     run = SimpleNamespace(store=store, keys=[key], out=store.root, models={}, embedded=False,
                           spec=SimpleNamespace(run_id="r", domain="telecom", tested_model="m"),
-                          config=SimpleNamespace(env="tau2"))
+                          config=SimpleNamespace(env="tau2", until_decided=False))
     console = Console(file=io.StringIO(), width=200, color_system=None)
     cli.write_summary(run, console)
     text = console.file.getvalue()

@@ -101,6 +101,9 @@ def test_records_stored_before_the_rule_are_read_settled_and_counted(settled_run
             del r["critique_note"]
         r.pop("digest", None)  # records of that time carried no digest either
     (old / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    info = json.loads((old / "run.json").read_text())
+    info.pop("sealed_from_line", None)  # nor did run.json mark where digests begin
+    (old / "run.json").write_text(json.dumps(info))
     from runtime.report import main as report_main
 
     target = tmp_path / "old.jsonl"

@@ -93,18 +93,28 @@ def delta_figure(rows: list[dict[str, Any]]):
     reach = 0.0
     s = shared_scale(rows)
     for i, r in enumerate(rows):
-        d, low, high, mde = r["delta"] * s, r["delta_low"] * s, r["delta_high"] * s, r.get("delta_mde")
+        mde = r.get("delta_mde")
         if _finite(mde):
             ax.add_patch(plt.Rectangle((-mde * s, i - 0.3), 2 * mde * s, 0.6, color="grey",
                                        alpha=0.18, lw=0, label="detectable ±" if i == 0 else None))
             reach = max(reach, mde * s)
-        ax.errorbar(d, i, xerr=[[d - low], [high - d]], fmt="o", capsize=4, color="#55a868",
-                    label="Δ [95% CI]" if i == 0 else None, zorder=3)
+        reach = max(reach, 0.1 * s)
+        if not _finite(r["delta"]):  # no Δ to draw (no complete pair): the row stays, empty
+            continue
+        d = r["delta"] * s
         digits = 1 if s != 1.0 else 3
         band = f"; detectable ±{mde * s:.{digits}f}" if _finite(mde) else ""
-        ax.annotate(f"{d:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]{band}", (d, i),
-                    textcoords="offset points", xytext=(0, 13), ha="center", fontsize=7)
-        reach = max(reach, abs(low), abs(high), 0.1 * s)
+        if _finite(r.get("delta_low")) and _finite(r.get("delta_high")):  # one task has no interval
+            low, high = r["delta_low"] * s, r["delta_high"] * s
+            err, said = [[d - low], [high - d]], f"{d:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+            reach = max(reach, abs(low), abs(high))
+        else:
+            err, said = None, f"{d:+.{digits}f} (no interval)"
+            reach = max(reach, abs(d))
+        ax.errorbar(d, i, xerr=err, fmt="o", capsize=4, color="#55a868",
+                    label="Δ [95% CI]" if i == 0 else None, zorder=3)
+        ax.annotate(f"{said}{band}", (d, i), textcoords="offset points", xytext=(0, 13),
+                    ha="center", fontsize=7)
     reach *= 1.15
     ax.set_xlim(-reach, reach)
     ax.set_ylim(-0.6, len(rows) - 0.1)
