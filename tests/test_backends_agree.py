@@ -104,6 +104,7 @@ def assert_same(tmp_path: Path, *args: str, command: str = "validate", expect: i
 
 # ---- the divergences that once were: each failed on Ray -----------------------------------------
 
+@pytest.mark.slow
 def test_rejected_credentials_record_nothing_on_either_backend(tmp_path, local_ray, capsys):
     with EchoServer(status=401) as server:
         result = assert_same(tmp_path, "--env", "tau2", "--domain", "mock", "--mode", "direct",
@@ -119,6 +120,7 @@ def _healthy_calls(gold_stub: str, tmp_path: Path, *args: str) -> int:
         return len(proxy.requests)
 
 
+@pytest.mark.slow
 def test_an_endpoint_dying_mid_run_stops_both_backends_alike(gold_stub, tmp_path, local_ray):
     base = ["--env", "tau2", "--domain", "mock", "--mode", "direct", "--model", "openai/m",
             "--no-cache", "--concurrency", "1"]
@@ -160,6 +162,7 @@ def test_the_auditor_runs_by_default_on_both_backends(tmp_path, local_ray, worke
     assert [r["guard"]["audited"] for r in result["records"].values()] == [True, True]
 
 
+@pytest.mark.slow
 def test_retry_errors_bypasses_the_cache_on_both_backends(gold_stub, tmp_path, local_ray):
     base = ["--env", "tau2", "--domain", "mock", "--mode", "direct", "--model", "openai/m",
             "--task-ids", "update_task_with_initialization_data", "--max-error-rate", "1",

@@ -13,6 +13,9 @@ import pytest
 from explorer_run import ERROR_MESSAGE, scripted_run
 from runtime import report as report_cli
 
+# A real browser over a real run's explorer: the slow suite, which CI runs with Debian's chromium.
+pytestmark = pytest.mark.slow
+
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -29,6 +29,7 @@ def _tasks():
             for t in leak_adversary.tasks_for(d, 3, 6)}
 
 
+@pytest.mark.slow
 def test_deterministic_for_a_seed():
     again = leak_adversary.build(seed=3, limit=6, scale=0.25)
     assert json.dumps(again, sort_keys=True) == json.dumps(sample(), sort_keys=True)

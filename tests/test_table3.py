@@ -146,6 +146,7 @@ def _run(config: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_killed_table3_run_finishes_with_no_duplicate_or_missing_records(tmp_path):
     out = tmp_path / "out"
     config = _write(tmp_path, CONFIG + f"out: {out}\n")

@@ -33,7 +33,7 @@ COLOURS = {"direct": "#4c72b0", "plan-first": "#dd8452", "refine": "#55a868"}
 def save_figure(fig, path: Path) -> None:
     """``fig`` as ``path``'s format, written whole or not at all (``WriteFailed`` if not)."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=120, format=path.suffix.lstrip("."))
+    fig.savefig(buffer, dpi=120, format=path.suffix.lstrip("."), bbox_inches="tight")  # the legend sits outside the axes
     write_text_atomic(path, buffer.getvalue())
 
 
