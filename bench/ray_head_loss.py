@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,17 +40,6 @@ def stub_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def stats(base: str) -> dict:
-    with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
-        return json.load(r)
-
-
-def both_calling(base: str, calls0: int) -> bool:
-    """Both workers in mid-episode: a few calls made, and two waiting for their answers now."""
-    now = stats(base)
-    return now["chat"] - calls0 >= 8 and now["in_flight"] >= 2
 
 
 def env() -> dict[str, str]:
@@ -76,7 +64,8 @@ def folder_counts(out: Path) -> tuple[int, bool]:
 
 def one_run(watch_s: float) -> str:
     tmp = Path(tempfile.mkdtemp(prefix="evr-head-loss-"))
-    server = stub_module().serve(0, 0.5, ["retail"])
+    stub = stub_module()
+    server = stub.serve(0, 0.5, ["retail"])
     base = f"http://127.0.0.1:{server.server_address[1]}"
     cluster = LocalCluster(root=tmp / "cluster", env={"OPENAI_API_KEY": "test-dummy"})
     try:
@@ -88,11 +77,11 @@ def one_run(watch_s: float) -> str:
                "--no-judge", "--trials", "6", "--concurrency", "2", "--ray-workers", "2", "--no-cache",
                "--price", "openai/stub=1000/5000", "--backend", "ray", "--ray-address", cluster.address,
                "--out", str(out)]
-        calls0 = stats(base)["chat"]
+        calls0 = stub.stats(base)["chat"]
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)
         deadline = time.monotonic() + 300
-        while not (both_calling(base, calls0) and "n2" in cluster.hosting("EpisodeWorker")):
+        while not (stub.both_calling(base, calls0) and "n2" in cluster.hosting("EpisodeWorker")):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the run did not get going: {proc.communicate()[1][-1000:]}")
             time.sleep(0.2)
@@ -100,9 +89,9 @@ def one_run(watch_s: float) -> str:
         cluster.kill_node("head")
         _, err = proc.communicate(timeout=300)
         returned = time.time()
-        at_return = stats(base)
+        at_return = stub.stats(base)
         time.sleep(watch_s)
-        after = stats(base)
+        after = stub.stats(base)
         left = cluster.hosting("EpisodeWorker")
     finally:
         cluster.stop()

@@ -42,6 +42,7 @@ import re
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -285,6 +286,19 @@ def serve(port: int, latency: float, domains: list[str], task_ids: list[str] | N
     server = BackloggedHTTPServer(("127.0.0.1", port), make_handler(replay, latency))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def stats(base: str) -> dict:
+    """``GET /stats`` of a stub served at ``base`` (``http://127.0.0.1:PORT``)."""
+    with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
+        return json.load(r)
+
+
+def both_calling(base: str, calls0: int) -> bool:
+    """Two workers in mid-episode: a few calls made since ``calls0``, and two waiting for their
+    answers now (the moment the head-loss checks kill a node)."""
+    now = stats(base)
+    return now["chat"] - calls0 >= 8 and now["in_flight"] >= 2
 
 
 def main() -> None:

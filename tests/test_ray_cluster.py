@@ -345,17 +345,6 @@ def test_a_node_lost_mid_run_leaves_every_paid_call_in_the_records(tmp_path):
     assert victim
 
 
-def stub_stats(base: str) -> dict:
-    with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
-        return json.load(r)
-
-
-def both_calling(base: str, calls0: int) -> bool:
-    """Both workers in mid-episode: a few calls made, and two waiting for their answers now."""
-    now = stub_stats(base)
-    return now["chat"] - calls0 >= 8 and now["in_flight"] >= 2
-
-
 AFTER_S = 20.0
 """How long the endpoint is watched after the command returned: a worker on the surviving node
 kept calling for 18 s after the head's death before workers stopped by themselves."""
@@ -369,7 +358,8 @@ def test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command
     call reaches the endpoint after the command returned, and the surviving node's worker ends.
     The other node's raylet keeps Ray's own 60 s before it gives up on the GCS, so only the
     workers' own stop (``runtime.backends.ray_lease``) can pass this."""
-    server = load_stub_server().serve(0, 0.5, ["retail"])
+    stub = load_stub_server()
+    server = stub.serve(0, 0.5, ["retail"])
     base = f"http://127.0.0.1:{server.server_address[1]}"
     c = new_cluster(tmp_path / "cluster", "n2")
     try:
@@ -381,15 +371,15 @@ def test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command
         calls0 = stub_calls(base)
         proc = driver(c, out, *args)
         deadline = time.monotonic() + 240
-        while not (both_calling(base, calls0) and "n2" in c.hosting("EpisodeWorker")):
+        while not (stub.both_calling(base, calls0) and "n2" in c.hosting("EpisodeWorker")):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
             time.sleep(0.2)
         c.kill_node("head")
         code, _, err = finish(proc, timeout=180)
         returned = time.time()
-        at_return = stub_stats(base)
+        at_return = stub.stats(base)
         time.sleep(AFTER_S)
-        after = stub_stats(base)
+        after = stub.stats(base)
         workers_left = c.hosting("EpisodeWorker")
     finally:
         end(c)
