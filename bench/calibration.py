@@ -9,7 +9,8 @@ over and read through the same functions a report and a plan use:
    0.05 / 0.5 / 0.95, ICC 0.2 / 0.4 / 0.6, task × arm sd 0 / 0.15, effect 0 / +0.1 and 0 / 2 /
    15 % of episodes errored (an errored episode loses its pair), and the share of zero-width
    intervals;
-2. **each arm's mean** (``arm_interval``): its coverage on the same cells;
+2. **each arm's mean** (``arm_interval``): its coverage on the same cells, and on a grid of its
+   own up to 50 × 10 and success 0.2, where a rare success concentrates in a few tasks;
 3. **power at the planner's stated size** (``runtime.stats.design.plan``): the share of
    experiments that reject Δ = 0 at the Δ the planner states for 80 %, with errors, and when
    the planner assumes a task × arm sd other than the truth's;
@@ -131,6 +132,52 @@ def coverage_grid(scale: float) -> list[str]:
     return rows
 
 
+ARM_DESIGNS = ((20, 1), (20, 3), (50, 3), (20, 8), (50, 10))
+ARM_RATES = (0.05, 0.2, 0.5, 0.95)
+
+
+def arm_grid(scale: float) -> list[str]:
+    """Each arm's interval alone, on more trials a task than Δ's grid: the arm's failure mode
+    (a rare success concentrated in a few tasks) grows with the trials."""
+    from scipy import stats
+
+    rows = ["| tasks × trials | success | ICC | task × arm sd | errored | true mean | experiments "
+            "| coverage | interval below the truth | above it |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    seed, covered = 900, []
+    for tasks, trials in ARM_DESIGNS:
+        for rate in ARM_RATES:
+            for icc in ICCS:
+                for tm in TASK_MODE_SDS:
+                    for errors in (0.0, 0.15):
+                        seed += 1
+                        experiments = int(2000 * scale)
+                        bench = bench_for(rate, icc, tm, 0.0)
+                        _, truth = arm_truth(bench)
+                        rng = np.random.default_rng(seed)
+                        _, c = bench.simulate(tasks, trials, experiments, seed)
+                        found = arm_interval(with_errors(c, errors, rng))
+                        below = float(np.mean(found.high < truth))
+                        above = float(np.mean(found.low > truth))
+                        covered.append((1 - below - above, tasks, trials))
+                        rows.append(f"| {tasks} × {trials} | {rate:g} | {icc:g} | {tm:g} | {errors:.0%} | "
+                                    f"{truth:.3f} | {experiments} | {1 - below - above:.1%} | {below:.1%} | "
+                                    f"{above:.1%} |")
+    cover = np.array([c[0] for c in covered])
+    counts = np.array([c[1] * c[2] for c in covered])
+    many = cover[counts > 20]
+    # 20 × 1: the mean is a binomial count of 20, so at 0.05 every interval that is a function
+    # of it covers P(X ≤ 2) = 92.5 % or at least P(X ≤ 3) = 98.4 %: none can be within the band
+    tight, loose = stats.binom.cdf(2, 20, 0.05), stats.binom.cdf(3, 20, 0.05)
+    rows += ["", f"Arm means: coverage {cover.min():.1%} to {cover.max():.1%} over {len(cover)} cells; "
+             f"beyond 20 × 1, {many.min():.1%} to {many.max():.1%}, {int(np.sum(many >= BAND[0]))} of "
+             f"{len(many)} cells at or above {BAND[0]:.1%}, {int(np.sum((many >= BAND[0]) & (many <= BAND[1])))} "
+             f"within 95 ± 1.5 %. At 20 × 1 an arm's mean is a binomial count of 20 episodes: at "
+             f"success 0.05 any interval that is a function of the count covers {tight:.1%} or at "
+             f"least {loose:.1%}, never in between."]
+    return rows
+
+
 def power_grid(scale: float) -> list[str]:
     rows = ["| tasks × trials | ICC | true task × arm sd | planned task × arm sd | errored (true = planned) "
             "| stated detectable Δ | experiments | power in simulation |",
@@ -216,6 +263,7 @@ def legacy_grid(scale: float) -> list[str]:
 
 SECTIONS = (
     ("Δ's interval at small samples and extreme rates", coverage_grid),
+    ("Each arm's mean: its interval at more trials a task and rates", arm_grid),
     ("Power at the planner's stated detectable Δ", power_grid),
     ("Variance components: 95 % intervals from resampling tasks", components_grid),
     ("The original grid, with and without clustering by task", legacy_grid),

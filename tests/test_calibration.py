@@ -152,6 +152,32 @@ def test_arm_means_are_covered_near_zero():
     assert np.all(found.high > found.low)
 
 
+def test_an_arms_interval_always_holds_its_mean():
+    """Wilson's bounds hold the estimate in exact arithmetic; in floats a run scoring all 0 (or
+    all 1) put the low bound 1e-17 above its mean, and the report's plot refused the negative
+    bar. Every shape and rate a run can have, the all-0 and all-1 runs among them."""
+    from runtime.stats.intervals import arm_interval
+
+    rng = np.random.default_rng(43)
+    for tasks in (2, 3, 5, 6, 12, 20, 50):
+        for trials in (1, 2, 3, 4, 8):
+            for rate in (0.0, 0.02, 0.5, 0.98, 1.0):
+                scores = (rng.random((200, tasks, trials)) < rate).astype(float)
+                found = arm_interval(scores)
+                mean = np.asarray(found.mean)
+                assert np.all(found.low <= mean) and np.all(mean <= found.high), (tasks, trials, rate)
+
+
+def test_the_modes_plot_draws_a_bound_rounded_past_its_mean():
+    """The plot takes the interval as given; a bound a hair past the mean is a zero-long bar."""
+    from runtime.reports.plots import modes_figure
+
+    row = {"env": "tau2", "model": "m", "plan-first_mean": 0.0, "plan-first_low": 1e-17,
+           "plan-first_high": 0.3, "refine_mean": 1.0, "refine_low": 0.7,
+           "refine_high": 1.0 - 1e-16}
+    modes_figure([row])
+
+
 def test_an_errored_episode_keeps_its_tasks_other_pairs():
     """Trial 1 of task 0 errored in the treatment: task 0 still counts, on its trial 0 pair."""
     t = np.array([[1.0, np.nan], [1.0, 0.0], [0.0, 0.0]])

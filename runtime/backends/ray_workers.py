@@ -51,6 +51,8 @@ PING_S = 1.0
 """How often a worker that is down or starting is asked whether it answers again."""
 ANSWER_S = 300.0
 """How long a placed worker may take to answer (building its services: imports, environment)."""
+RELEASE_S = 15.0
+"""How long placement waits for CPUs that a run just ended on the cluster is giving back."""
 HEAD_MISSES = ray_lease.MISSES
 """Probes of the head's GCS port in a row (``PING_S`` apart) that find nothing listening before
 the head counts as lost: Ray itself would hang for ``gcs_rpc_server_reconnect_timeout_s`` (60 s)
@@ -62,9 +64,16 @@ def placement(workers: int) -> float:
     ``UsageError`` (exit 2) naming what was asked and what the cluster has when they do not."""
     cpus = [float(n["Resources"].get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")]
     total = sum(cpus)
-    free = float(ray.available_resources().get("CPU", 0.0))
     each = min(1.0, total / workers) if total else 0.0
     room = sum(math.floor(c / each + 1e-9) for c in cpus) if each else 0
+    free = float(ray.available_resources().get("CPU", 0.0))
+    # A run that just ended on this cluster (the last wave of --until-decided) has removed its
+    # placement group, but Ray gives the CPUs back asynchronously: wait for them a little
+    # before calling the cluster full, never when the workers could not fit it at all.
+    deadline = time.monotonic() + RELEASE_S
+    while room >= workers and free + 1e-9 < each * workers and time.monotonic() < deadline:
+        time.sleep(0.1)
+        free = float(ray.available_resources().get("CPU", 0.0))
     if room >= workers and free + 1e-9 >= each * workers:
         return each
     nodes = ", ".join(f"{c:g}" for c in cpus) or "none"

@@ -67,7 +67,8 @@ def modes_figure(table: list[dict[str, Any]]):
             err = None
             if _finite(low) and _finite(high):
                 lo, hi = max(low, 0.0), min(high, 1.0)  # a score's interval within its range
-                err = [[(mean - lo) * s], [(hi - mean) * s]]
+                # never a negative bar: a bound rounded a hair past its mean draws as zero-long
+                err = [[max(mean - lo, 0.0) * s], [max(hi - mean, 0.0) * s]]
             ax.errorbar(x + offsets[arm], mean * s, yerr=err, fmt="o", capsize=4, ms=6,
                         color=COLOURS[arm], clip_on=False, zorder=3,
                         label=arm if arm not in shown else None)

@@ -40,6 +40,12 @@ PRIOR_TASKS = 15
 """How many tasks' worth of weight the variance floor has (ν of the prior)."""
 PSEUDO = 2.0
 """Agresti–Coull's pseudo-pairs: this many discordant and this many concordant added."""
+PRIOR_ICC = 0.5
+"""An arm's intra-task correlation when its tasks cannot tell it: the published τ-bench figures
+(``runtime.stats.published``: airline 0.41–0.47, retail 0.46–0.53), rounded up."""
+ARM_PRIOR_TASKS = 2
+"""How many informing tasks' worth of weight ``PRIOR_ICC`` has in an arm's interval: chosen
+among 1–5 and ICCs 0.3 / 0.5 by the coverage ``bench/calibration.py`` measures."""
 
 
 @dataclass(frozen=True)
@@ -143,11 +149,16 @@ def paired_interval(treatment: np.ndarray, control: np.ndarray, *, confidence: f
 def arm_interval(scores: np.ndarray, *, confidence: float = 0.95) -> Interval:
     """One arm's mean over tasks (trials averaged within a task), scores in [0, 1]: a Wilson
     score interval at the *effective* number of episodes — the rate's binomial variance over the
-    mean's clustered variance (floored as Δ's is, with the binomial variance at the Agresti–Coull
-    rate over the trials), never more than the episodes there are. Wilson's and not a t
-    interval: a mean near 0 or 1 is skewed, and a t interval there covered 82–88 % at 20 tasks
-    × 3 trials in ``bench/calibration.py``; this one 87–98 % there and 94–97 % at success
-    0.5 (``bench/CALIBRATION.md``)."""
+    variance of a task's mean, never more than the episodes there are.
+
+    Wilson's and not a t interval: a mean near 0 or 1 is skewed, and a t interval there covered
+    82–88 % at 20 tasks × 3 trials. The variance of a task's mean is the tasks' own, raised
+    towards what a benchmark with intra-task correlation ``PRIOR_ICC`` would give, with the
+    weight of ``ARM_PRIOR_TASKS`` tasks against that of the tasks that *inform* it: at a rate
+    near 0 that is the tasks with a success, not all of them. A rare success concentrates in a
+    few tasks when the ICC is high, and the tasks' own variance then comes from two or three
+    tasks; weighting all twenty of them (the earlier floor) covered 73 % at 20 × 8, success
+    0.05, ICC 0.6 (``bench/CALIBRATION.md`` has every cell)."""
     from scipy import stats
 
     s = np.asarray(scores, dtype=float)
@@ -158,17 +169,27 @@ def arm_interval(scores: np.ndarray, *, confidence: float = 0.95) -> Interval:
         inverse = np.nanmean(np.where(kept, 1.0 / np.where(kept, counts, 1), np.nan), axis=-1)
         episodes = np.sum(counts, axis=-1)
         rate = (np.nansum(s, axis=(-2, -1)) + PSEUDO) / (episodes + 2 * PSEUDO)
-        found = mean_interval(means, floor=rate * (1 - rate) * inverse, confidence=confidence)
+        found = mean_interval(means)
         n = np.asarray(found.units)
-        effective = np.minimum(episodes, rate * (1 - rate) * n / np.asarray(found.sd) ** 2)
+        observed = np.asarray(found.observed_sd, dtype=float) ** 2
+        prior = rate * (1 - rate) * (PRIOR_ICC + (1 - PRIOR_ICC) * inverse)
+        informing = np.minimum(np.maximum(n - 1, 0),
+                               np.minimum(np.sum(means > 0, axis=-1), np.sum(means < 1, axis=-1)))
+        pooled = (informing * observed + ARM_PRIOR_TASKS * prior) / (informing + ARM_PRIOR_TASKS)
+        variance = np.maximum(observed, pooled)  # only ever raised, as Δ's floor
+        effective = np.minimum(episodes, rate * (1 - rate) * n / variance)
         z = stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 0) + PRIOR_TASKS)
         p = np.clip(np.asarray(found.mean, dtype=float), 0.0, 1.0)
         shrink = 1 + z * z / effective
         centre = (p + z * z / (2 * effective)) / shrink
         half = z / shrink * np.sqrt(p * (1 - p) / effective + z * z / (4 * effective * effective))
-    half = np.where(n > 1, half, np.inf)
-    return Interval(found.mean, found.se, _scalar(centre - half), _scalar(centre + half), found.p,
-                    found.units, found.sd, found.observed_sd, found.floor_only)
+        # Wilson's bounds hold p exactly, but at p = 0 or 1 rounding can put the bound a hair
+        # past it (low = 1e-17 above a mean of 0): the estimate is always inside its interval.
+        low, high = np.minimum(centre - half, p), np.maximum(centre + half, p)
+        sd = np.sqrt(variance)
+    low, high = np.where(n > 1, low, -np.inf), np.where(n > 1, high, np.inf)
+    return Interval(found.mean, _scalar(sd / np.sqrt(np.maximum(n, 1))), _scalar(low), _scalar(high),
+                    found.p, found.units, _scalar(sd), found.observed_sd, found.floor_only)
 
 
 def holm(p_values: list[float]) -> list[float]:
