@@ -30,6 +30,7 @@ import math
 import sys
 import time
 from functools import lru_cache
+from itertools import product
 from pathlib import Path
 
 import numpy as np
@@ -94,34 +95,30 @@ def coverage_grid(scale: float) -> list[str]:
             "| coverage | plain t | zero-width (plain t) | zero-width | arm means' coverage |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     seed, covered = 100, []
-    for tasks, trials in DESIGNS:
-        for rate in RATES:
-            for icc in ICCS:
-                for tm in TASK_MODE_SDS:
-                    for effect in EFFECTS:
-                        for errors in ERRORS:
-                            seed += 1
-                            experiments = int(2000 * scale)
-                            bench = bench_for(rate, icc, tm, effect)
-                            truth, _ = bench.truth
-                            rng = np.random.default_rng(seed)
-                            t, c = bench.simulate(tasks, trials, experiments, seed)
-                            t, c = with_errors(t, errors, rng), with_errors(c, errors, rng)
-                            found = paired_interval(t, c)
-                            ok = ~np.isnan(found.low)
-                            cover = float(np.mean((found.low <= truth) & (truth <= found.high) & ok))
-                            low, high = plain_t(t, c)
-                            plain = float(np.mean((low <= truth) & (truth <= high)))
-                            zero = float(np.mean((high - low) == 0))
-                            zero_new = float(np.mean((found.high - found.low) == 0))
-                            t_mean, c_mean = arm_truth(bench)
-                            arms = [arm_interval(t), arm_interval(c)]
-                            arm_cover = float(np.mean([np.mean((a.low <= m) & (m <= a.high))
-                                                       for a, m in zip(arms, (t_mean, c_mean))]))
-                            covered.append((cover, arm_cover, effect, tasks, trials))
-                            rows.append(f"| {tasks} × {trials} | {rate:g} | {icc:g} | {tm:g} | {effect:+g} | "
-                                        f"{errors:.0%} | {truth:+.3f} | {experiments} | {cover:.1%} | "
-                                        f"{plain:.1%} | {zero:.1%} | {zero_new:.1%} | {arm_cover:.1%} |")
+    for (tasks, trials), rate, icc, tm, effect, errors in product(DESIGNS, RATES, ICCS, TASK_MODE_SDS,
+                                                                    EFFECTS, ERRORS):
+        seed += 1
+        experiments = int(2000 * scale)
+        bench = bench_for(rate, icc, tm, effect)
+        truth, _ = bench.truth
+        rng = np.random.default_rng(seed)
+        t, c = bench.simulate(tasks, trials, experiments, seed)
+        t, c = with_errors(t, errors, rng), with_errors(c, errors, rng)
+        found = paired_interval(t, c)
+        ok = ~np.isnan(found.low)
+        cover = float(np.mean((found.low <= truth) & (truth <= found.high) & ok))
+        low, high = plain_t(t, c)
+        plain = float(np.mean((low <= truth) & (truth <= high)))
+        zero = float(np.mean((high - low) == 0))
+        zero_new = float(np.mean((found.high - found.low) == 0))
+        t_mean, c_mean = arm_truth(bench)
+        arms = [arm_interval(t), arm_interval(c)]
+        arm_cover = float(np.mean([np.mean((a.low <= m) & (m <= a.high))
+                                   for a, m in zip(arms, (t_mean, c_mean))]))
+        covered.append((cover, arm_cover, effect, tasks, trials))
+        rows.append(f"| {tasks} × {trials} | {rate:g} | {icc:g} | {tm:g} | {effect:+g} | "
+                    f"{errors:.0%} | {truth:+.3f} | {experiments} | {cover:.1%} | "
+                    f"{plain:.1%} | {zero:.1%} | {zero_new:.1%} | {arm_cover:.1%} |")
     cover = np.array([c[0] for c in covered])
     arms = np.array([c[1] for c in covered])
     rows += ["", f"Δ's interval: coverage {cover.min():.2%} to {cover.max():.1%} over {len(cover)} cells; "
@@ -145,24 +142,21 @@ def arm_grid(scale: float) -> list[str]:
             "| coverage | interval below the truth | above it |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     seed, covered = 900, []
-    for tasks, trials in ARM_DESIGNS:
-        for rate in ARM_RATES:
-            for icc in ICCS:
-                for tm in TASK_MODE_SDS:
-                    for errors in (0.0, 0.15):
-                        seed += 1
-                        experiments = int(2000 * scale)
-                        bench = bench_for(rate, icc, tm, 0.0)
-                        _, truth = arm_truth(bench)
-                        rng = np.random.default_rng(seed)
-                        _, c = bench.simulate(tasks, trials, experiments, seed)
-                        found = arm_interval(with_errors(c, errors, rng))
-                        below = float(np.mean(found.high < truth))
-                        above = float(np.mean(found.low > truth))
-                        covered.append((1 - below - above, tasks, trials))
-                        rows.append(f"| {tasks} × {trials} | {rate:g} | {icc:g} | {tm:g} | {errors:.0%} | "
-                                    f"{truth:.3f} | {experiments} | {1 - below - above:.1%} | {below:.1%} | "
-                                    f"{above:.1%} |")
+    for (tasks, trials), rate, icc, tm, errors in product(ARM_DESIGNS, ARM_RATES, ICCS, TASK_MODE_SDS,
+                                                          (0.0, 0.15)):
+        seed += 1
+        experiments = int(2000 * scale)
+        bench = bench_for(rate, icc, tm, 0.0)
+        _, truth = arm_truth(bench)
+        rng = np.random.default_rng(seed)
+        _, c = bench.simulate(tasks, trials, experiments, seed)
+        found = arm_interval(with_errors(c, errors, rng))
+        below = float(np.mean(found.high < truth))
+        above = float(np.mean(found.low > truth))
+        covered.append((1 - below - above, tasks, trials))
+        rows.append(f"| {tasks} × {trials} | {rate:g} | {icc:g} | {tm:g} | {errors:.0%} | "
+                    f"{truth:.3f} | {experiments} | {1 - below - above:.1%} | {below:.1%} | "
+                    f"{above:.1%} |")
     cover = np.array([c[0] for c in covered])
     counts = np.array([c[1] * c[2] for c in covered])
     many = cover[counts > 20]
