@@ -11,9 +11,9 @@ the leaderboard asks for) and ``policy`` (the agent's policy, as the runtime's v
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from typing import Any
+
+from envs.tau3.json_file import write_json_atomically
 
 
 def dump(domains: list[str]) -> dict[str, Any]:
@@ -46,10 +46,7 @@ def main() -> None:
     p.add_argument("--out", required=True)
     args = p.parse_args()
     result = dump([d for d in args.domains.split(",") if d])
-    tmp = f"{args.out}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(result, f)
-    os.replace(tmp, args.out)
+    write_json_atomically(result, args.out)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ None when no write matters), found by replaying on the release's own environment
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from typing import Any, Optional
+
+from envs.tau3.json_file import write_json_atomically
 
 
 def _end_state(adapter: Any, domain: str, task: Any, actions: list) -> tuple:
@@ -95,10 +95,7 @@ def main() -> None:
     args = p.parse_args()
     ids = args.task_ids.split(",") if args.task_ids else None
     data = dump(args.domains, args.retrieval, ids, not args.no_sabotage)
-    tmp = f"{args.out}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    os.replace(tmp, args.out)
+    write_json_atomically(data, args.out)
 
 
 if __name__ == "__main__":

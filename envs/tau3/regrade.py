@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 from envs.base import Trajectory
+from envs.tau3.json_file import write_json_atomically
 
 
 def simulation(record: dict[str, Any]) -> dict[str, Any]:
@@ -82,10 +82,7 @@ def main() -> None:
     with open(args.records, encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
     result = regrade(records)
-    tmp = f"{args.out}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(result, f)
-    os.replace(tmp, args.out)
+    write_json_atomically(result, args.out)
 
 
 if __name__ == "__main__":
