@@ -105,9 +105,10 @@ def load_json(path: Path) -> Optional[dict[str, Any]]:
         return None
 
 
-def write_json(path: Path, record: dict[str, Any]) -> None:
-    """Atomically: two set-ups at once must not leave half a record."""
+def write_json(path: Path, record: Any, *, indent: Optional[int] = 2) -> None:
+    """Atomically: two set-ups at once must not leave half a record, and a helper that dies
+    mid-write leaves the runtime no half file to read."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    tmp.write_text(json.dumps(record, indent=indent), encoding="utf-8")
     tmp.replace(path)

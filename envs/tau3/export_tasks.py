@@ -11,9 +11,10 @@ the leaderboard asks for) and ``policy`` (the agent's policy, as the runtime's v
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
-from envs.tau3.json_file import write_json_atomically
+from envs.venvs import write_json
 
 
 def dump(domains: list[str]) -> dict[str, Any]:
@@ -46,7 +47,7 @@ def main() -> None:
     p.add_argument("--out", required=True)
     args = p.parse_args()
     result = dump([d for d in args.domains.split(",") if d])
-    write_json_atomically(result, args.out)
+    write_json(Path(args.out), result, indent=None)
 
 
 if __name__ == "__main__":

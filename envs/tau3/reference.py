@@ -13,9 +13,10 @@ None when no write matters), found by replaying on the release's own environment
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, Optional
 
-from envs.tau3.json_file import write_json_atomically
+from envs.venvs import write_json
 
 
 def _end_state(adapter: Any, domain: str, task: Any, actions: list) -> tuple:
@@ -95,7 +96,7 @@ def main() -> None:
     args = p.parse_args()
     ids = args.task_ids.split(",") if args.task_ids else None
     data = dump(args.domains, args.retrieval, ids, not args.no_sabotage)
-    write_json_atomically(data, args.out)
+    write_json(Path(args.out), data, indent=None)
 
 
 if __name__ == "__main__":

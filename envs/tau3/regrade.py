@@ -12,11 +12,12 @@ Per record (by ``record_id``): the τ³ score, its breakdown, the release's rewa
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import json
 from typing import Any
 
 from envs.base import Trajectory
-from envs.tau3.json_file import write_json_atomically
+from envs.venvs import write_json
 
 
 def simulation(record: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +83,7 @@ def main() -> None:
     with open(args.records, encoding="utf-8") as f:
         records = [json.loads(line) for line in f if line.strip()]
     result = regrade(records)
-    write_json_atomically(result, args.out)
+    write_json(Path(args.out), result, indent=None)
 
 
 if __name__ == "__main__":
