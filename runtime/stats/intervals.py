@@ -157,8 +157,8 @@ def arm_interval(scores: np.ndarray, *, confidence: float = 0.95) -> Interval:
     weight of ``ARM_PRIOR_TASKS`` tasks against that of the tasks that *inform* it: at a rate
     near 0 that is the tasks with a success, not all of them. A rare success concentrates in a
     few tasks when the ICC is high, and the tasks' own variance then comes from two or three
-    tasks; weighting all twenty of them (the earlier floor) covered 73 % at 20 × 8, success
-    0.05, ICC 0.6 (``bench/CALIBRATION.md`` has every cell)."""
+    tasks; weighting all twenty of them (the earlier floor) covered as little as 74 % at 20 × 8,
+    success 0.05, ICC 0.6 (``bench/CALIBRATION.md`` has the new interval's every cell)."""
     from scipy import stats
 
     s = np.asarray(scores, dtype=float)
