@@ -9,8 +9,8 @@ grade contradicts its flags (``evrcore.verdict``) is sent back, then settled by 
 ``note``. The critic reads what the plan judge reads: the full tool schemas and, when it sees the
 supervision, the reference as an APB plan and tool chain (``critique.reference``) beside the
 benchmark's own supervision. With the guard on, a
-rationale carrying supervision-only content — found by the rules (``critique.leak_guard``) or by
-the leak auditor (``critique.auditor``) — is sent back for a rewrite, then redacted, and the
+rationale carrying supervision-only content — found by the rules (``critique.guard.leak_guard``) or by
+the leak auditor (``critique.guard.auditor``) — is sent back for a rewrite, then redacted, and the
 auditor reads the redacted text once more; the result records what the rules found, what the
 auditor found, what was done and what the auditor still found (residual).
 """
@@ -21,9 +21,9 @@ import json
 
 from pydantic import BaseModel, Field, ValidationError
 
-from critique.auditor import LeakAuditor
+from critique.guard.auditor import LeakAuditor
 from critique.critic_settings import CriticSettings
-from critique.guard_outcome import GuardOutcome, union_findings
+from critique.guard.guard_outcome import GuardOutcome, union_findings
 from critique.reference import reference_plan, tools_text
 from envs.base import Supervision, TaskView
 from evrcore.chat import ChatModel, extract_json
@@ -76,7 +76,7 @@ class Critic:
             raise ValueError("this critic needs the supervision")
         guard = None
         if s.guarded:  # the guard's word lists load with the first guarded critique
-            from critique.leak_guard import LeakGuard
+            from critique.guard.leak_guard import LeakGuard
 
             guard = LeakGuard(view, supervision, plan)
         schema = CRITIQUE_JSON_SCHEMA if s.taxonomy else FREE_CRITIQUE_JSON_SCHEMA

@@ -28,10 +28,10 @@ from pydantic import (
     model_validator,
 )
 
-from critique.auditor import LeakAuditor
+from critique.guard.auditor import LeakAuditor
 from critique.channel import answers, bits
 from critique.critic import LEAK_FEEDBACK, CriticError, CriticResult
-from critique.guard_outcome import GuardOutcome, union_findings
+from critique.guard.guard_outcome import GuardOutcome, union_findings
 from critique.reference import reference_plan, tools_text
 from envs.base import Supervision, TaskView
 from evrcore.chat import ChatModel, extract_json
@@ -235,7 +235,7 @@ class SealedCritic:
             raise ValueError("the sealed critic needs the supervision")
         steps = len(plan.tool_chain)
         answer, raw, note = self.closed_answer(view, supervision, plan)
-        from critique.leak_guard import LeakGuard  # its word lists load with the first critique
+        from critique.guard.leak_guard import LeakGuard  # its word lists load with the first critique
 
         guard = LeakGuard(view, supervision, plan)
         outcome = GuardOutcome(audited=self.auditor is not None)

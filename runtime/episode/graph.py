@@ -28,7 +28,7 @@ from typing import Annotated, Any, Callable, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from critique.auditor import LeakAuditor
+from critique.guard.auditor import LeakAuditor
 from critique.critic import CriticResult
 from critique.judge import JudgeResult, PlanJudge
 from critique.reference import reference_plan

@@ -1,6 +1,6 @@
 """What the leak guard found and did to one critique, as records store it.
 
-Apart from the guard itself (``critique.leak_guard``, with its word lists and number readers) so
+Apart from the guard itself (``critique.guard.leak_guard``, with its word lists and number readers) so
 that the critic's result type, the auditor and the episode graph, which every run imports,
 do not load the guard until a guarded critique is made.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, ValidationError
 
-from critique.guard_outcome import LeakFinding
+from critique.guard.guard_outcome import LeakFinding
 from envs.base import Supervision
 from evrcore.chat import ChatModel, extract_json
 from evrcore.prompts import render
