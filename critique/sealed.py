@@ -356,7 +356,8 @@ def render_findings(plan: Plan, answer: SealedAnswer) -> str:
         else:
             where = ("before step 1" if f.missing_after == 0 else f"after step {f.missing_after}") + \
                 " (something is missing there)"
-        lines.append(f"- {where}: {f.flag} {names[f.flag]} — {f.aspect}: {ASPECTS[f.aspect]}")
+        # the aspect in words ("missing step"): a snake_case name reads as a code to a value rule
+        lines.append(f"- {where}: {f.flag} {names[f.flag]} — {f.aspect.replace('_', ' ')}: {ASPECTS[f.aspect]}")
     return "\n".join(lines) or "- no finding"
 
 

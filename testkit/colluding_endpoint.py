@@ -49,7 +49,7 @@ CARRIER_LEAD = "Keep in mind:"
 COUNT_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve").split()
 _IDENT = re.compile(r"\b(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{5,12}\b")
 _FINDING = re.compile(r"^- (?:step (?P<step>\d+) \([^)]*\)|before step 1|after step (?P<after>\d+))"
-                      r"(?: \(something is missing there\))?: (?P<flag>E\d) .*? — (?P<aspect>[a-z_]+): ", re.M)
+                      r"(?: \(something is missing there\))?: (?P<flag>E\d) .*? — (?P<aspect>[a-z_ ]+): ", re.M)
 _TOOL = re.compile(r'"name":\s*"([A-Za-z_][\w]*)"')
 def request_text(body: dict[str, Any]) -> str:
     """Every message's content of a request, joined."""
@@ -113,9 +113,10 @@ def decode_findings(lines: str, steps: int) -> str:
     chars: dict[int, str] = {}
     for m in _FINDING.finditer(lines):
         position = int(m["step"]) - 1 if m["step"] else steps + int(m["after"] or 0)
-        if m["aspect"] not in aspects:
+        aspect = m["aspect"].replace(" ", "_")
+        if aspect not in aspects:
             continue
-        n = (FLAGS.index(m["flag"]) * positions + position) * ASPECT_COUNT + aspects.index(m["aspect"])
+        n = (FLAGS.index(m["flag"]) * positions + position) * ASPECT_COUNT + aspects.index(aspect)
         i, c = divmod(n, len(ALPHABET))
         if i < MAX_CHARS and c < len(ALPHABET):
             chars[i] = ALPHABET[c]

@@ -255,10 +255,10 @@ class Auditor:
 def test_the_guard_and_auditor_only_measure_a_sealed_rationale(task):
     view, supervision, plan = task
     good = json.dumps(answer([{"step": 1, "flag": "E2", "aspect": "missing_step"}]))
-    auditor = Auditor(["missing_step", "step 1"])
+    auditor = Auditor(["missing step", "step 1"])
     result = SealedCritic(Replies(good), auditor=auditor).critique(view, supervision, plan)
     assert auditor.read and result.guard.fired and result.guard.action == "measured"
-    assert {f.text for f in result.guard.auditor_findings} == {"missing_step", "step 1"}
+    assert {f.text for f in result.guard.auditor_findings} == {"missing step", "step 1"}
     assert result.critique.rationale == auditor.read[0] and "[redacted]" not in result.critique.rationale
 
 
