@@ -137,3 +137,37 @@ def test_at_the_tested_models_endpoint_nothing_arrives_by_default_and_the_old_de
     assert any(f["acrostic"] for f in found)  # the writer's acrostic
     assert any(f["candidates_cut"] for f in found)  # the guard as an oracle
     print(f"old design at the endpoint: {[(f['acrostic'], f['cut_code'], len(f['candidates_cut'])) for f in found if f['cut_code']]}")
+
+
+REFUSED_MARK = "ZQX9TQ the reservation to cancel"
+
+
+def refused_critic(body: dict) -> dict:
+    """Nested, huge, then non-JSON: each holding a string that must end up nowhere."""
+    said = sum(m.get("role") == "assistant" for m in body.get("messages", []))
+    return {"content": ["[" * 50_000 + json.dumps(REFUSED_MARK) + "]" * 50_000,
+                        json.dumps({"grade": 0.4, "pad": REFUSED_MARK * 20_000}),
+                        f"Sure! {REFUSED_MARK}."][min(said, 2)]}
+
+
+@pytest.mark.slow  # about 20 s: one episode through the CLI
+def test_a_nested_huge_or_non_json_critic_is_a_critique_error_and_its_strings_stay_out_of_the_folder(
+        validate, tmp_path, key):
+    with ChatStub(planner_and_executor) as tested, ChatStub(refused_critic) as critic, \
+            ChatStub(quiet_user) as user:
+        code, records = validate(
+            "--env", "tau2", "--mode", "refine", "--domain", "airline", "--task-ids", "1",
+            "--strategy", "sealed", "--no-judge", "--no-cache", "--max-error-rate", "1",
+            "--model", "openai/tested", "--api-base", tested.url + "/v1",
+            "--critic-model", "openai/critic", "--critic-api-base", critic.url + "/v1",
+            "--user-model", "openai/user", "--user-api-base", user.url + "/v1",
+            out=tmp_path / "refused")
+    assert code == 0 and len(critic.bodies) == 3  # asked again, twice
+    (record,) = records
+    assert record["status"] == "error" and record["error"]["kind"] == "model_output"
+    assert record["error"]["cause"] == "malformed_output" and record["error"]["type"] == "SealedAnswerRefused"
+    assert "outside the schema" in record["error"]["message"]
+    for path in (tmp_path / "refused").rglob("*"):
+        if path.is_file() and path.suffix in (".jsonl", ".json", ".md", ".html", ".csv", ".log", ".txt", ".js"):
+            text = path.read_text(errors="replace")
+            assert "ZQX9TQ" not in text and "input_value" not in text, path.name
