@@ -1,5 +1,5 @@
 """What each derivation of the supervision costs and buys: the leak guard's relevance test
-(``critique.relevance``) measured on the adversarial corpus with each set of derivations.
+(``critique.guard.relevance``) measured on the adversarial corpus with each set of derivations.
 
     python bench/leak_guard_derivations.py            # the whole adversarial corpus
     python bench/leak_guard_derivations.py --sample 1500

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def measure(tasks_per_domain: int, per_task: int, seed: int = 0, show: int = 0) -> dict[str, Counter]:
-    from critique.leak_guard import LeakGuard
+    from critique.guard.leak_guard import LeakGuard
     from evrcore.plan import Plan
     from leakbench import shapes
     from leakbench.adversary_corpus import tasks_for

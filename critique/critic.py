@@ -9,8 +9,8 @@ grade contradicts its flags (``evrcore.verdict``) is sent back, then settled by 
 ``note``. The critic reads what the plan judge reads: the full tool schemas and, when it sees the
 supervision, the reference as an APB plan and tool chain (``critique.reference``) beside the
 benchmark's own supervision. With the guard on, a
-rationale carrying supervision-only content — found by the rules (``critique.leak_guard``) or by
-the leak auditor (``critique.auditor``) — is sent back for a rewrite, then redacted, and the
+rationale carrying supervision-only content — found by the rules (``critique.guard.leak_guard``) or by
+the leak auditor (``critique.guard.auditor``) — is sent back for a rewrite, then redacted, and the
 auditor reads the redacted text once more; the result records what the rules found, what the
 auditor found, what was done and what the auditor still found (residual).
 """
@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from critique.auditor import LeakAuditor
+from critique.bounded_json import OutsideSchema, validated
 from critique.critic_settings import CriticSettings
-from critique.guard_outcome import GuardOutcome, union_findings
+from critique.guard.auditor import LeakAuditor
+from critique.guard.guard_outcome import GuardOutcome, union_findings
 from critique.reference import reference_plan, tools_text
 from envs.base import Supervision, TaskView
-from evrcore.chat import ChatModel, extract_json
+from evrcore.chat import ChatModel
 from evrcore.critique import (
     CRITIQUE_JSON_SCHEMA,
     FREE_CRITIQUE_JSON_SCHEMA,
@@ -43,6 +44,10 @@ from evrcore.verdict import RULE, settle
 
 class CriticError(RuntimeError):
     """The critic gave no valid critique within its attempts."""
+
+
+FREE_ANSWER_CHARS = 64_000
+"""A free-text critique is a few sentences; an answer far longer is malformed unread."""
 
 
 class CriticResult(BaseModel):
@@ -76,7 +81,7 @@ class Critic:
             raise ValueError("this critic needs the supervision")
         guard = None
         if s.guarded:  # the guard's word lists load with the first guarded critique
-            from critique.leak_guard import LeakGuard
+            from critique.guard.leak_guard import LeakGuard
 
             guard = LeakGuard(view, supervision, plan)
         schema = CRITIQUE_JSON_SCHEMA if s.taxonomy else FREE_CRITIQUE_JSON_SCHEMA
@@ -87,15 +92,13 @@ class Critic:
         while True:
             reply = self.model.complete(messages, json_schema=schema)
             raw.append(reply.content or "")
-            try:
-                data = extract_json(reply.content)
-                critique: AnyCritique = (Critique if s.taxonomy else FreeCritique).model_validate(data)
-            except (ValueError, ValidationError) as exc:
+            try:  # bounded: a deep or huge answer is malformed, and no refusal quotes the answer
+                critique: AnyCritique = validated(Critique if s.taxonomy else FreeCritique, reply.content,
+                                                  max_chars=FREE_ANSWER_CHARS)
+            except OutsideSchema as exc:
                 malformed += 1
                 if malformed >= self.attempts:
-                    raise CriticError(
-                        f"no valid critique after {malformed} malformed answers: {' '.join(str(exc).split())[:300]}"
-                    ) from exc
+                    raise CriticError(f"no valid critique after {malformed} malformed answers: {exc}") from None
                 messages += [reply.as_message(), {"role": "user", "content": _format_feedback(exc, s.taxonomy)}]
                 continue
             note = None  # of this answer only

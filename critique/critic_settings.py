@@ -17,4 +17,5 @@ class CriticSettings:
     guarded: bool = True
     may_reveal: bool = False
     sealed: bool = False
-    """Answer in the closed schema of ``critique.sealed``; a second call writes the rationale."""
+    """Answer in the closed schema of ``critique.sealed``; the rationale is rendered from it
+    (``critique.sealed_options``)."""

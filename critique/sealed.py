@@ -1,17 +1,26 @@
 """The sealed critique: the critic that sees the supervision answers in enums and bounded
-integers only; a second call that never sees the supervision writes the rationale.
+integers only, and nothing that saw the supervision edits the text the reviser reads.
 
 Why: a free-text rationale under an anti-leak instruction can point at the answer without
 stating a value ("the only credit card on file", "the third order"), and no list of rules
 reaches every such phrasing. Here what the critic knew reaches the tested model only through
-its answer — grade, E1–E6 and at most ``MAX_FINDINGS`` findings, each a position in p0, a flag
-and an aspect — whose capacity in bits ``critique.channel`` computes. The writer is handed the
-``TaskView``, p0 and the validated answer (its signature admits nothing else), so it cannot
-copy what it never received. An answer outside the schema is asked again, then the critique
-fails as an error of the episode: it is never passed on.
+its answer — grade, E1–E6 and at most K findings (``SealedOptions.findings``), each a position
+in p0, a flag and an aspect — whose capacity in bits ``critique.channel`` computes. That bound
+holds end to end because every later step is a function of the counted answer and what the
+tested model already has:
 
-The writer's rationale still passes the leak guard and the auditor (as on every arm); since the
-writer saw no supervision, anything they find there is a coincidence or a false alarm.
+* the rationale is, by default, a deterministic rendering of the canonical answer from p0's own
+  step names and the closed definitions of flags and aspects (no model call); optionally the
+  tested model's own model writes it from the same inputs. No writer runs on the critic's model:
+  a writer that could share a code with the critic would widen the channel without a limit.
+* the rules guard and the leak auditor, which see the supervision, only *measure* the sealed
+  text (what they would have flagged is recorded); if asked to act they may only replace the
+  whole rationale by the rendering, one more bit that the capacity counts.
+
+An answer outside the schema (not one plain JSON object, too large, nested too deep, a field or
+value the schema lacks) is asked again, then the critique fails as a ``SealedAnswerRefused``
+whose message names the field and rule and never the critic's strings; the critic's raw answers
+are not kept.
 """
 
 from __future__ import annotations
@@ -19,22 +28,17 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from critique.auditor import LeakAuditor
+from critique.bounded_json import OutsideSchema, validated
 from critique.channel import answers, bits
-from critique.critic import LEAK_FEEDBACK, CriticError, CriticResult
-from critique.guard_outcome import GuardOutcome, union_findings
+from critique.critic import CriticError, CriticResult
+from critique.guard.auditor import AuditorError, LeakAuditor
+from critique.guard.guard_outcome import GuardOutcome, union_findings
 from critique.reference import reference_plan, tools_text
+from critique.sealed_options import MAX_FINDINGS, SealedOptions
 from envs.base import Supervision, TaskView
-from evrcore.chat import ChatModel, extract_json
+from evrcore.chat import ChatModel
 from evrcore.critique import (
     FREE_CRITIQUE_JSON_SCHEMA,
     GRADES,
@@ -46,10 +50,6 @@ from evrcore.plan import Plan
 from evrcore.prompts import render
 from evrcore.taxonomy import DEFINITIONS, ERROR_CODES, definitions_text
 from evrcore.verdict import RULE, contradiction, settle
-
-MAX_FINDINGS = 6
-"""At most this many findings per critique: enough for one per flag, few enough to keep the
-channel small (``critique.channel``)."""
 
 ASPECTS: dict[str, str] = {
     "goal": "the step pursues a different goal than the user's request (E1)",
@@ -101,10 +101,10 @@ class Finding(BaseModel):
             raise ValueError("a finding names exactly one of step or missing_after")
         if n is None:
             raise ValueError("p0's length is needed to check a finding")
-        if self.step is not None and not 1 <= self.step <= n:
-            raise ValueError(f"step {self.step} is not a step of p0 (1..{n})")
+        if self.step is not None and not 1 <= self.step <= n:  # the value is never quoted
+            raise ValueError(f"step is not a step of p0 (1..{n})")
         if self.missing_after is not None and not 0 <= self.missing_after <= n:
-            raise ValueError(f"missing_after {self.missing_after} is outside 0..{n}")
+            raise ValueError(f"missing_after is outside 0..{n}")
         return self
 
     def sort_key(self) -> tuple:
@@ -133,9 +133,12 @@ class SealedAnswer(BaseModel):
     findings: list[Finding] = Field(max_length=MAX_FINDINGS)
 
     @model_validator(mode="after")
-    def _closed(self) -> SealedAnswer:
+    def _closed(self, info: ValidationInfo) -> SealedAnswer:
         if not any(abs(self.grade - g) < 1e-9 for g in GRADES):
-            raise ValueError(f"grade {self.grade} is not one of {list(GRADES)}")
+            raise ValueError(f"grade is not one of {list(GRADES)}")
+        cap = (info.context or {}).get("max_findings", MAX_FINDINGS)
+        if len(self.findings) > cap:
+            raise ValueError(f"findings holds more than the {cap} allowed")
         return self
 
     def incoherent(self) -> str | None:
@@ -165,8 +168,9 @@ class SealedAnswer(BaseModel):
         return self.model_copy(update={"grade": grade, "findings": unique})
 
 
-def answer_schema(steps: int) -> dict[str, Any]:
-    """The JSON schema of the critic's answer for a p0 of ``steps`` steps: every integer an enum
+def answer_schema(steps: int, max_findings: int = MAX_FINDINGS) -> dict[str, Any]:
+    """The JSON schema of the critic's answer for a p0 of ``steps`` steps and at most
+    ``max_findings`` findings: every integer an enum
     of its allowed values, so the embedded model's grammar (``runtime.llm.json_grammar``)
     admits nothing else."""
     common = {"flag": {"enum": list(ERROR_CODES)}, "aspect": {"enum": list(ASPECTS)}}
@@ -184,7 +188,7 @@ def answer_schema(steps: int) -> dict[str, Any]:
             "grade": {"enum": list(GRADES)},
             "errors": {"type": "object", "properties": {c: {"type": "boolean"} for c in ERROR_CODES},
                        "required": list(ERROR_CODES), "additionalProperties": False},
-            "findings": {"type": "array", "maxItems": MAX_FINDINGS, "items": {"anyOf": alternatives}},
+            "findings": {"type": "array", "maxItems": max_findings, "items": {"anyOf": alternatives}},
         },
         "required": ["grade", "errors", "findings"],
         "additionalProperties": False,
@@ -192,118 +196,143 @@ def answer_schema(steps: int) -> dict[str, Any]:
 
 
 class ChannelUse(BaseModel):
-    """What one sealed critique sent through its channel; stored in the episode's record."""
+    """What one sealed critique sent through its channel; stored in the episode's record. The
+    critic's raw answers are not kept (they may hold supervision text)."""
 
     steps: int = Field(description="Steps of p0 (its tool chain).")
-    findings: list[dict[str, Any]] = Field(description="The canonical findings the writer read.")
-    max_bits: float = Field(description="log2 of the number of valid answers (critique.channel).")
-    used_bits: float = Field(description="log2 of the valid answers with at most this many findings.")
+    findings: list[dict[str, Any]] = Field(description="The canonical findings the rationale words.")
+    max_bits: float = Field(description="The end-to-end bound: log2 of the number of valid answers "
+                            "(critique.channel), plus the guard's choice bit where it may replace.")
+    used_bits: float = Field(description="The same with findings capped at this answer's count.")
     max_findings: int = MAX_FINDINGS
     aspects: int = len(ASPECTS)
+    writer: str = Field(default="rendered", description="Who worded the rationale: rendered (no "
+                        "model) or tested (the tested model's own model).")
+    guard: str = Field(default="measure", description="What the guard and auditor may do: measure "
+                       "(never edit) or replace (the whole text by the rendering).")
+    replaced: bool = Field(default=False, description="Whether the guard replaced the rationale.")
     critic_attempts: int
     writer_attempts: int
-    critic_answers: list[str] = Field(default_factory=list, description="The critic's raw answers.")
 
 
-def channel_use(steps: int, answer: SealedAnswer, critic_attempts: int, writer_attempts: int,
-                raw: list[str]) -> ChannelUse:
+def channel_use(steps: int, answer: SealedAnswer, options: SealedOptions, critic_attempts: int,
+                writer_attempts: int, replaced: bool = False) -> ChannelUse:
+    extra = options.choice_bits
     return ChannelUse(steps=steps, findings=[f.model_dump(exclude_none=True) for f in answer.findings],
-                      max_bits=bits(steps, MAX_FINDINGS, len(ASPECTS)),
-                      used_bits=bits(steps, len(answer.findings), len(ASPECTS)),
-                      critic_attempts=critic_attempts, writer_attempts=writer_attempts, critic_answers=raw)
+                      max_bits=round(bits(steps, options.findings, len(ASPECTS)) + extra, 2),
+                      used_bits=round(bits(steps, len(answer.findings), len(ASPECTS)) + extra, 2),
+                      max_findings=options.findings, writer=options.writer, guard=options.guard,
+                      replaced=replaced, critic_attempts=critic_attempts, writer_attempts=writer_attempts)
 
 
-def max_answers(steps: int) -> int:
+def max_answers(steps: int, max_findings: int = MAX_FINDINGS) -> int:
     """How many distinct answers the critic has for a p0 of ``steps`` steps."""
-    return answers(steps, MAX_FINDINGS, len(ASPECTS))
+    return answers(steps, max_findings, len(ASPECTS))
+
+
+class SealedAnswerRefused(CriticError):
+    """The sealed critic gave no answer inside the closed schema within its attempts; the
+    message names the rule broken, never the answer."""
 
 
 class SealedCritic:
-    """The ``sealed`` strategy's critic: a closed answer from the informed critic, a rationale
-    from an uninformed writer, the guard and auditor over that rationale."""
+    """The ``sealed`` strategy's critic: a closed answer from the informed critic; the rationale
+    rendered from it (or written by the tested model's own model); the guard and the auditor
+    measure that text and never edit it (``SealedOptions.guard``)."""
 
     def __init__(self, model: ChatModel, writer: ChatModel | None = None, attempts: int = 3,
-                 leak_retries: int = 2, auditor: LeakAuditor | None = None):
+                 auditor: LeakAuditor | None = None, options: SealedOptions | None = None):
+        self.options = options or SealedOptions()
+        if self.options.writer == "tested" and writer is None:
+            raise ValueError("the tested writer needs a client of the tested model")
         self.model = model
-        self.writer = writer or model
+        self.writer = writer
         self.attempts = attempts
-        self.leak_retries = leak_retries
         self.auditor = auditor
 
     def critique(self, view: TaskView, supervision: Supervision | None, plan: Plan) -> CriticResult:
         if supervision is None:
             raise ValueError("the sealed critic needs the supervision")
         steps = len(plan.tool_chain)
-        answer, raw, note = self.closed_answer(view, supervision, plan)
-        from critique.leak_guard import LeakGuard  # its word lists load with the first critique
-
-        guard = LeakGuard(view, supervision, plan)
-        outcome = GuardOutcome(audited=self.auditor is not None)
-        feedback: list[tuple[str, str]] = []  # (rationale sent back, why)
-        writes = 0
-        while True:
-            rationale, tries = write_rationale(self.writer, view, plan, answer, feedback, self.attempts)
-            writes += tries
-            rules = guard.scan(rationale)
-            audit = self.auditor.audit(supervision, rationale) if self.auditor else []
-            if not rules and not audit:
-                break
-            outcome.fired = True
-            outcome.rule_findings = union_findings(outcome.rule_findings, rules)
-            outcome.auditor_findings = union_findings(outcome.auditor_findings, audit)
-            outcome.findings = union_findings(outcome.findings, rules + audit)
-            if len(feedback) < self.leak_retries:
-                outcome.action = "retried"
-                feedback.append((rationale, LEAK_FEEDBACK))
-                continue
-            rationale, outcome.removed = guard.redact(rationale, extra=[f.text for f in audit])
-            outcome.action = "redacted"
-            if self.auditor:
-                outcome.residual = self.auditor.audit(supervision, rationale)
-            break
+        answer, attempts, note = self.closed_answer(view, supervision, plan)
+        rendered = render_rationale(plan, answer)
+        rationale, writes = rendered, 0
+        if self.options.writer == "tested":
+            rationale, writes = write_rationale(self.writer, view, plan, answer, attempts=self.attempts)
+        outcome = self.measure(view, supervision, plan, rationale)
+        replaced = False
+        if outcome.fired and self.options.guard == "replace" and rationale != rendered:
+            replaced, rationale, outcome.action = True, rendered, "replaced"
         flags = ErrorFlags(**answer.errors.model_dump())
         critique = Critique(grade=answer.grade, errors=flags, rationale=rationale)
-        return CriticResult(critique=critique, guard=outcome, attempts=len(raw), raw_answers=raw, note=note,
-                            channel=channel_use(steps, answer, len(raw), writes, raw).model_dump())
+        return CriticResult(critique=critique, guard=outcome, attempts=attempts, note=note,
+                            channel=channel_use(steps, answer, self.options, attempts, writes,
+                                                replaced).model_dump())
+
+    def measure(self, view: TaskView, supervision: Supervision, plan: Plan, rationale: str) -> GuardOutcome:
+        """What the rules and the auditor would have flagged in ``rationale``, recorded only."""
+        from critique.guard.leak_guard import LeakGuard  # its word lists load with the first critique
+
+        outcome = GuardOutcome(audited=self.auditor is not None)
+        rules = LeakGuard(view, supervision, plan).scan(rationale)
+        audit = []
+        if self.auditor is not None:
+            try:
+                audit = self.auditor.audit(supervision, rationale)
+            except AuditorError:  # a measurement that failed: recorded, the critique stands
+                outcome.audited, outcome.audit_failed = False, True
+        if rules or audit:
+            outcome.fired, outcome.action = True, "measured"
+            outcome.rule_findings, outcome.auditor_findings = rules, audit
+            outcome.findings = union_findings(rules, audit)
+        return outcome
 
     def closed_answer(self, view: TaskView, supervision: Supervision,
-                      plan: Plan) -> tuple[SealedAnswer, list[str], str | None]:
-        """The critic's answer inside the schema, canonical; asked again when outside it, a
-        ``CriticError`` after ``attempts`` answers. An answer inside the schema whose parts
-        disagree (grade against flags, a finding's flag unset) is sent back, then settled by the
-        flags (as every critic's grade is): the settled answers are the same set the capacity
-        counts (``critique.channel``)."""
-        steps = len(plan.tool_chain)
-        schema = answer_schema(steps)
-        messages = [{"role": "user", "content": critic_prompt(view, supervision, plan)}]
-        raw: list[str] = []
+                      plan: Plan) -> tuple[SealedAnswer, int, str | None]:
+        """The critic's answer inside the schema, canonical, and how many answers it took; asked
+        again when outside it, a ``SealedAnswerRefused`` after ``attempts`` answers. An answer
+        inside the schema whose parts disagree (grade against flags, a finding's flag unset) is
+        sent back, then settled by the flags (as every critic's grade is): the settled answers
+        are the same set the capacity counts (``critique.channel``)."""
+        steps, cap = len(plan.tool_chain), self.options.findings
+        schema = answer_schema(steps, cap)
+        messages = [{"role": "user", "content": critic_prompt(view, supervision, plan, cap)}]
+        attempts = 0
         while True:
             reply = self.model.complete(messages, json_schema=schema)
-            raw.append(reply.content or "")
+            attempts += 1
             try:
-                answer = SealedAnswer.model_validate(extract_json(reply.content), context={"steps": steps})
+                answer = validated(SealedAnswer, reply.content, context={"steps": steps, "max_findings": cap},
+                                   max_chars=ANSWER_CHARS, max_depth=ANSWER_DEPTH)
                 problem = answer.incoherent()
-            except (ValueError, ValidationError) as exc:
-                problem = f"it is outside the schema ({' '.join(str(exc).split())[:300]})"
-                answer = None
+            except OutsideSchema as exc:
+                problem, answer = f"it is outside the schema ({exc})", None
             if problem is None:
-                return answer.canonical(), raw, None
-            if len(raw) >= self.attempts:
+                return answer.canonical(), attempts, None
+            if attempts >= self.attempts:
                 if answer is None:
-                    raise CriticError(f"no answer inside the sealed schema after {len(raw)} answers: {problem}")
+                    raise SealedAnswerRefused(f"no answer inside the sealed schema after {attempts} "
+                                              f"answers: {problem}")
                 coherent, note = answer.settled()
-                return coherent.canonical(), raw, note
-            messages += [reply.as_message(), {"role": "user", "content": _retry_text(steps, problem)}]
+                return coherent.canonical(), attempts, note
+            messages += [reply.as_message(), {"role": "user", "content": _retry_text(steps, cap, problem)}]
 
 
-def _retry_text(steps: int, problem: str) -> str:
+ANSWER_CHARS = 4_000
+"""An answer of six findings is about 600 characters with whitespace; anything far longer is
+outside the schema before it is parsed."""
+ANSWER_DEPTH = 3
+"""The schema's own depth: the answer, its ``findings`` list and ``errors``, one finding."""
+
+
+def _retry_text(steps: int, cap: int, problem: str) -> str:
     return (f"Your answer was not accepted: {problem}. The rule tying grade and flags: {RULE}. Answer again with exactly one JSON object of the required shape: grade, errors "
-            f"E1..E6 as true/false, and at most {MAX_FINDINGS} findings, each with \"step\" (1..{steps}) "
+            f"E1..E6 as true/false, and at most {cap} findings, each with \"step\" (1..{steps}) "
             f"or \"missing_after\" (0..{steps}), \"flag\" (one of the flags you set) and \"aspect\" "
             "(one of the listed aspects). No other field and no text.")
 
 
-def critic_prompt(view: TaskView, supervision: Supervision, plan: Plan) -> str:
+def critic_prompt(view: TaskView, supervision: Supervision, plan: Plan, max_findings: int = MAX_FINDINGS) -> str:
     steps = "\n".join(f"{i}. {s.name}" for i, s in enumerate(plan.tool_chain, 1)) or "(no tool steps)"
     return render(
         "critique", "sealed_critic",
@@ -313,7 +342,7 @@ def critic_prompt(view: TaskView, supervision: Supervision, plan: Plan) -> str:
         plan=json.dumps(plan.to_apb(), indent=2, ensure_ascii=False), steps=steps,
         n=str(len(plan.tool_chain)), taxonomy=definitions_text(), rule=RULE,
         aspects="\n".join(f"- {name}: {meaning}" for name, meaning in ASPECTS.items()),
-        max_findings=str(MAX_FINDINGS), grades=", ".join(str(g) for g in GRADES),
+        max_findings=str(max_findings), grades=", ".join(str(g) for g in GRADES),
     )
 
 
@@ -327,14 +356,29 @@ def render_findings(plan: Plan, answer: SealedAnswer) -> str:
         else:
             where = ("before step 1" if f.missing_after == 0 else f"after step {f.missing_after}") + \
                 " (something is missing there)"
-        lines.append(f"- {where}: {f.flag} {names[f.flag]} — {f.aspect}: {ASPECTS[f.aspect]}")
+        # the aspect in words ("missing step"): a snake_case name reads as a code to a value rule
+        lines.append(f"- {where}: {f.flag} {names[f.flag]} — {f.aspect.replace('_', ' ')}: {ASPECTS[f.aspect]}")
     return "\n".join(lines) or "- no finding"
 
 
+def render_rationale(plan: Plan, answer: SealedAnswer) -> str:
+    """The default rationale: the canonical answer in words, a function of ``plan`` (p0's step
+    names) and ``answer`` alone, with no model call — so the text the reviser reads carries
+    nothing the counted answer does not."""
+    on = [c for c, value in answer.errors.model_dump().items() if value]
+    if not on:
+        return f"Plan grade {answer.grade:g} of 1: the reviewer flagged no error in this plan."
+    flags = "\n".join(f"- {d.code} {d.name}: {d.definition}" for d in DEFINITIONS if d.code in on)
+    return (f"Plan grade {answer.grade:g} of 1. The reviewer flagged these kinds of error:\n{flags}\n"
+            f"Where in the plan:\n{render_findings(plan, answer)}\n"
+            "Revise the plan so that none of these applies; keep the steps no finding names.")
+
+
 def write_rationale(model: ChatModel, view: TaskView, plan: Plan, answer: SealedAnswer,
-                    feedback: list[tuple[str, str]] | None = None, attempts: int = 3) -> tuple[str, int]:
-    """The rationale the reviser reads, written from the task view, p0 and the validated answer
-    only — this function cannot receive the supervision. Returns (rationale, calls made)."""
+                    attempts: int = 3) -> tuple[str, int]:
+    """The optional writer (``--sealed-writer tested``): the tested model's own model words the
+    rationale from the task view, p0 and the validated answer only — this function cannot
+    receive the supervision. Returns (rationale, calls made)."""
     flags = [c for c, on in answer.errors.model_dump().items() if on]
     prompt = render(
         "critique", "sealed_writer",
@@ -344,16 +388,13 @@ def write_rationale(model: ChatModel, view: TaskView, plan: Plan, answer: Sealed
         findings=render_findings(plan, answer),
     )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-    for previous, why in feedback or []:
-        messages += [{"role": "assistant", "content": json.dumps({"rationale": previous}, ensure_ascii=False)},
-                     {"role": "user", "content": why}]
     problem = ""
     for tries in range(1, attempts + 1):
         reply = model.complete(messages, json_schema=FREE_CRITIQUE_JSON_SCHEMA)
         try:
-            return FreeCritique.model_validate(extract_json(reply.content)).rationale, tries
-        except (ValueError, ValidationError) as exc:
-            problem = " ".join(str(exc).split())[:300]
+            return validated(FreeCritique, reply.content).rationale, tries
+        except OutsideSchema as exc:
+            problem = str(exc)
             messages = messages + [reply.as_message(), {"role": "user", "content":
                                    'Answer with exactly one JSON object {"rationale": "<text>"}.'}]
     raise CriticError(f"the sealed critique's writer gave no rationale after {attempts} answers: {problem}")

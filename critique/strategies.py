@@ -11,7 +11,7 @@ compare the critique and nothing else.
 | critic-metric | the critic model | no | yes |
 | anti-leak (default Refine) | the critic model | yes, through the leak guard | yes |
 | leaky (UPPER BOUND, positive control) | the critic model | yes, and may reveal it | yes |
-| sealed | the critic model, in enums only; an uninformed writer words it | yes, through a closed schema | yes |
+| sealed | the critic model, in enums only; rendered without a model (or worded by the tested model) | yes, through a closed schema | yes |
 """
 
 from __future__ import annotations
@@ -48,16 +48,17 @@ class Strategy:
             return "self"
         return "critic-with-reference" if self.settings and self.settings.sees_supervision else "critic"
 
-    def critic(self, model, auditor=None, writer=None) -> Critic | SealedCritic | None:
+    def critic(self, model, auditor=None, writer=None, sealed=None) -> Critic | SealedCritic | None:
         """The strategy's critic; ``auditor`` (a ``LeakAuditor``) is used only where the
-        rationale is guarded; ``writer`` (a client of the critic's model) words a sealed
-        critique."""
+        rationale is guarded (on a sealed arm it only measures); ``writer`` (a client of the
+        *tested* model) words a sealed critique under ``sealed.writer == "tested"``; ``sealed``
+        (``critique.sealed_options.SealedOptions``) defaults to the rendered writer."""
         if self.settings is None:
             return None
         if self.settings.sealed:
             from critique.sealed import SealedCritic
 
-            return SealedCritic(model, writer=writer, auditor=auditor)
+            return SealedCritic(model, writer=writer, auditor=auditor, options=sealed)
         from critique.critic import Critic
 
         return Critic(model, self.settings, auditor=auditor)
@@ -79,7 +80,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
              upper_bound=True, summary="UPPER BOUND: the critic may reveal the reference"),
     Strategy("sealed", "critic_model", CriticSettings(sealed=True),
              summary="the critic sees the reference but answers in enums only (grade, E1–E6, findings "
-             "pointing into p0); a writer that never sees it words the rationale"),
+             "pointing into p0); the rationale is rendered from that answer with no model"),
 ]}
 
 

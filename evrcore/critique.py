@@ -1,7 +1,7 @@
 """The critic's closed output schema: a Plan Grade, six error flags and a rationale — nothing else.
 
 Closing the schema (extra fields rejected, grades from a fixed set) is the first half of the
-anti-leak contract; the leak guard (``critique.leak_guard``) checks the rationale's content.
+anti-leak contract; the leak guard (``critique.guard.leak_guard``) checks the rationale's content.
 """
 
 from __future__ import annotations

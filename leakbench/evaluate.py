@@ -44,8 +44,8 @@ from evrcore.args import command_parser
 from evrcore.plan import Plan
 
 if TYPE_CHECKING:  # the guard and its word lists are imported when a measurement starts
-    from critique.auditor import LeakAuditor
-    from critique.leak_guard import LeakGuard
+    from critique.guard.auditor import LeakAuditor
+    from critique.guard.leak_guard import LeakGuard
 
 ADVERSARY = Path(__file__).parent / "data" / "leak_adversary.jsonl"
 HOLDOUT = Path(__file__).parent / "data" / "leak_holdout.jsonl"
@@ -148,8 +148,8 @@ def measure(cases: list[dict[str, Any]], auditor: LeakAuditor | None = None,
             loader: Callable | None = None, fragments: bool = True,
             derivations: tuple[str, ...] | None | Literal["default"] = "default") -> Measurement:
     """``derivations``: which derivations of the supervision make an unseen bare number a risk
-    (``critique.relevance``); None removes every unseen value, as the guard did before."""
-    from critique.leak_guard import LeakGuard
+    (``critique.guard.relevance``); None removes every unseen value, as the guard did before."""
+    from critique.guard.leak_guard import LeakGuard
 
     extra = {} if derivations == "default" else {"derivations": derivations}
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from leakbench.evaluate import parser, run
 
 if TYPE_CHECKING:  # the auditor and the model layer are imported once the arguments are read
-    from critique.auditor import LeakAuditor
+    from critique.guard.auditor import LeakAuditor
 
 
 def make_auditor(model: str) -> LeakAuditor:
-    from critique.auditor import LeakAuditor
+    from critique.guard.auditor import LeakAuditor
     from runtime.episode.services import register_providers
     from runtime.llm.layer import Meter, ModelLayer, ModelSpec, check_credentials
 

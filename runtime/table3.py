@@ -235,7 +235,8 @@ def estimate(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> d
             for mode, strategy in arms(config):
                 one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
                                        auditor=not config.no_auditor,
-                                       nl_judge=environment_judge(cell.env), strategy=strategy)
+                                       nl_judge=environment_judge(cell.env), strategy=strategy,
+                                       sealed_writer=config.sealed_writer)
                 calls += one.calls * n_tasks * config.trials
                 cost += one.cost_usd * n_tasks * config.trials
                 arm = by_arm.setdefault(arm_label(mode, strategy), {"episodes": 0, "model_calls": 0.0,

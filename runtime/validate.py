@@ -102,6 +102,16 @@ def parser() -> argparse.ArgumentParser:
                    help="run the plan judge even on the embedded model")
     p.add_argument("--no-auditor", action="store_true", default=None,
                    help="guard critiques with the rules alone (no leak auditor)")
+    p.add_argument("--sealed-writer", choices=["rendered", "tested"],
+                   help="who words a sealed critique: rendered (default: the closed answer in "
+                   "words, no model call) or tested (the tested model's own model); never the "
+                   "critic's model")
+    p.add_argument("--sealed-findings", type=int, choices=range(0, 7), metavar="K",
+                   help="at most K findings per sealed critique, 0..6 (default 2; the capacity "
+                   "in bits grows with K: docs/sealed-critique.md)")
+    p.add_argument("--sealed-guard", choices=["measure", "replace"],
+                   help="on a sealed arm the leak guard and auditor measure only (default); "
+                   "replace: where they fire, the whole rationale becomes the rendering (1 bit)")
     p.add_argument("--request-timeout", type=float,
                    help="seconds one model request may take (default 300)")
     p.add_argument("--max-error-rate", type=float,
@@ -270,7 +280,8 @@ def dry_run(config: RunConfig, target: float | None) -> int:
     nl_judge = environment_judge(config.env, config.nl_judge_model)
     for mode in modes:
         one = episode_estimate(mode, roles, config.prices, judge=not config.no_judge,
-                               auditor=not config.no_auditor, nl_judge=nl_judge, strategy=config.strategy)
+                               auditor=not config.no_auditor, nl_judge=nl_judge, strategy=config.strategy,
+                               sealed_writer=config.sealed_writer)
         cost += one.cost_usd * tasks * trials
         unpriced |= {m for models in one.unpriced.values() for m in models}
     print(f"dry run: {config.env} · {tasks} tasks × {trials} trials × modes {', '.join(modes)} = "

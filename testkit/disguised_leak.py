@@ -34,7 +34,7 @@ from typing import Any, Callable
 from num2words import num2words
 from text_to_num import text2num
 
-from critique.leak_forms import MONTHS, tool_words, words_to_number
+from critique.guard.leak_forms import MONTHS, tool_words, words_to_number
 
 HEADER = "What the reference does:"
 _LINE = re.compile(r"^(?:(\d+)\.|([A-Z][a-z-]+),) (.+?) — (\{.*\})\s*$", re.M)

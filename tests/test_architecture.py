@@ -136,8 +136,20 @@ def test_the_episode_path_importing_the_measurement_kit_breaks_the_contract(tmp_
     for pkg in PACKAGES:
         shutil.copytree(REPO / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    guard = tmp_path / "critique" / "leak_guard.py"
+    guard = tmp_path / "critique" / "guard" / "leak_guard.py"
     guard.write_text(guard.read_text() + "\nimport leakbench.corpus  # deliberately: the kit at run time\n")
     result = _lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "critique.leak_guard -> leakbench.corpus" in result.stdout
+    assert "critique.guard.leak_guard -> leakbench.corpus" in result.stdout
+
+
+def test_a_module_outside_the_guards_users_importing_it_breaks_the_contract(tmp_path):
+    """Who may use the guard is checked: the strategy table reaching for it must fail."""
+    for pkg in PACKAGES:
+        shutil.copytree(REPO / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    strategies = tmp_path / "critique" / "strategies.py"
+    strategies.write_text(strategies.read_text() + "\nimport critique.guard.values  # deliberately\n")
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "critique.strategies -> critique.guard.values" in result.stdout

@@ -33,8 +33,10 @@ def test_refines_calls_follow_its_critique_strategy():
 
     base = refine_calls("anti-leak")
     assert refine_calls(None) == base == CALLS["refine"]
-    sealed = refine_calls("sealed")  # the critic, then the writer
-    assert sealed == {**{k: v for k, v in base.items() if k != "critic"}, "sealed-critic": 1, "writer": 1}
+    sealed = refine_calls("sealed")  # the critic alone: the rationale is rendered, no model call
+    assert sealed == {**{k: v for k, v in base.items() if k != "critic"}, "sealed-critic": 1}
+    tested = refine_calls("sealed", sealed_writer="tested")  # the tested model words it
+    assert tested == {**sealed, "writer": 1}
     none = refine_calls("none")  # p1 = p0: no critique, no revision
     assert not {"critic", "auditor", "reviser"} & set(none) and none["executor"] == base["executor"]
     for unguarded in ("leaky", "critic-metric"):
@@ -44,16 +46,20 @@ def test_refines_calls_follow_its_critique_strategy():
         refine_calls("sealde")
 
 
-def test_a_sealed_critique_adds_the_writer_at_the_critics_price():
+def test_a_sealed_critique_costs_one_closed_answer_and_a_tested_writer_the_tested_models_price():
     from runtime.llm.prices import Price
 
     roles = {**dict.fromkeys(ROLES, "tested/model"), "critic_model": "critic/model"}
     prices = {"tested/model": Price.parse("1/2"), "critic/model": Price.parse("3/15")}
     free = episode_estimate("refine", roles, prices, strategy="anti-leak")
     sealed = episode_estimate("refine", roles, prices, strategy="sealed")
-    assert sealed.calls == free.calls + 1 and not sealed.unpriced
-    # the writer reads the task view, p0 and the findings (7,500 in, 400 out); the sealed critic
-    # answers enums (150 out instead of 400); both on the critic's price
-    assert sealed.cost_usd - free.cost_usd == pytest.approx((7500 * 3 + 400 * 15 - 250 * 15) / 1e6)
+    assert sealed.calls == free.calls and not sealed.unpriced
+    # the sealed critic answers enums (150 out instead of 400), on the critic's price; no writer
+    assert sealed.cost_usd - free.cost_usd == pytest.approx(-250 * 15 / 1e6)
+    # the optional writer reads the task view, p0 and the findings (7,500 in, 400 out) on the
+    # tested model's price, never the critic's
+    tested = episode_estimate("refine", roles, prices, strategy="sealed", sealed_writer="tested")
+    assert tested.calls == free.calls + 1
+    assert tested.cost_usd - sealed.cost_usd == pytest.approx((7500 * 1 + 400 * 2) / 1e6)
     unpriced = episode_estimate("refine", {**roles, "critic_model": "someone/unknown"}, prices, strategy="sealed")
     assert unpriced.unpriced == {"critic_model": {"someone/unknown"}}

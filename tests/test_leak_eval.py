@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from leakbench import evaluate as leak_eval
-from critique.leak_guard import LeakGuard
+from critique.guard.leak_guard import LeakGuard
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = 400

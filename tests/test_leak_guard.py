@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from critique.leak_guard import REDACTED, LeakGuard
+from critique.guard.leak_guard import REDACTED, LeakGuard
 from envs.base import ReferenceAction, Supervision, TaskView
 from evrcore.plan import Plan
 
@@ -169,7 +169,7 @@ def _critique(rationale: str) -> str:
 
 
 def test_auditor_findings_are_retried_then_redacted_and_residuals_recorded():
-    from critique.auditor import LeakAuditor
+    from critique.guard.auditor import LeakAuditor
     from critique.critic import Critic
     from evrcore.plan import Plan
 
@@ -187,7 +187,7 @@ def test_auditor_findings_are_retried_then_redacted_and_residuals_recorded():
 
 
 def test_auditor_spans_not_in_the_rationale_are_ignored():
-    from critique.auditor import LeakAuditor
+    from critique.guard.auditor import LeakAuditor
 
     auditor = LeakAuditor(_Replies('{"leaks": ["words the critique never wrote"]}'))
     assert auditor.audit(SUPERVISION, "A clean rationale.") == []

@@ -4,8 +4,8 @@ constraint; a fault of the task's initial state."""
 
 from __future__ import annotations
 
-from critique.leak_guard import LeakGuard
-from critique.order_words import meant_order
+from critique.guard.leak_guard import LeakGuard
+from critique.guard.order_words import meant_order
 from envs.base import ReferenceAction, Supervision, TaskView
 from envs.tau2.records import RecordIndex
 

@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from critique import clauses, directives, person
-from critique.device_states import DeviceStates, record_kinds, repaired_settings
-from critique.leak_guard import LeakGuard
+from critique.guard import clauses, directives, person
+from critique.guard.device_states import DeviceStates, record_kinds, repaired_settings
+from critique.guard.leak_guard import LeakGuard
 from envs.base import ReferenceAction, Supervision, TaskView
 from evrcore.plan import Plan
 from envs.tau2.records import RecordIndex
@@ -159,6 +159,6 @@ def test_generated_leak_twins_are_caught():
     twins = [c for c in _shape_cases() if c[2]]
     assert {c[0] for c in twins} >= {"tool_named", "clause_break", "read_first"}
     # the kind of a payment method ('its source is paypal') is a noun the record rules leave
-    # alone (critique/record_refs.py, _KIND_FIELDS): a known gap, reported in bench/leak_guard.md
+    # alone (critique/guard/record_refs.py, _KIND_FIELDS): a known gap, reported in bench/leak_guard.md
     missed = [text for _, text, _, fired in twins if not fired and " source " not in text and " brand " not in text]
     assert missed == [], missed[:5]

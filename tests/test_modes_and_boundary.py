@@ -177,7 +177,7 @@ def captured_by_task(monkeypatch):
 
 
 def test_disguised_and_hidden_leaks_never_reach_planner_reviser_or_executor(validate, captured_by_task):
-    from critique.leak_guard import LeakGuard
+    from critique.guard.leak_guard import LeakGuard
     from testkit.disguised_leak import decode
 
     model = ScriptedRoles(critic=_disguised_critic).model_name("roles-disguised")
@@ -323,7 +323,7 @@ def test_a_redacted_disguised_rationale_is_not_read():
 def test_the_guard_leaves_the_disguised_reference_unreadable(control_tasks):
     """Every control task's p0 lacks a write of the reference: after the current guard's
     redaction the scripted reviser must read nothing back, for every disguise mix."""
-    from critique.leak_guard import LeakGuard
+    from critique.guard.leak_guard import LeakGuard
     from testkit.disguised_leak import decode, disguised_rationale
 
     read_back = []

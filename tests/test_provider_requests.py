@@ -19,7 +19,7 @@ from tests.provider_fakes import FAKES, MODELS, Answer, schema_rules
 from tests.provider_fakes.gold import instance
 from tests.test_provider_answers import CONVERSATION, TOOLS
 
-SCHEMA_MODULES = ("evrcore.plan", "evrcore.critique", "critique.judge", "critique.auditor",
+SCHEMA_MODULES = ("evrcore.plan", "evrcore.critique", "critique.judge", "critique.guard.auditor",
                   "critique.critic", "planners.llm")
 
 
@@ -138,7 +138,7 @@ def test_each_roles_schema_reaches_the_provider_whole(provider, schema_name):
 def test_a_perfect_answer_to_each_schema_passes_the_runtimes_own_parsing(schema_name):
     """The gold script's answers (``instance``) are valid for the runtime's parsers, so an
     end-to-end run that fails cannot blame the script."""
-    from critique.auditor import AuditAnswer
+    from critique.guard.auditor import AuditAnswer
     from critique.judge import PlanJudgement
     from evrcore.critique import Critique, FreeCritique
     from evrcore.plan import Plan

@@ -73,11 +73,13 @@ def test_nothing_the_critic_saw_reaches_the_tested_model_but_through_the_finding
     assert [r["status"] for r in records] == ["ok"] * len(TASKS), [r["error"] for r in records]
     hidden = set().union(*(supervision_only(r) for r in records))
     assert tally.values & hidden, "the critic endpoint never saw a supervision-only value: a vacuous test"
-    assert tally.requests.get("critic", 0) >= 3 * len(TASKS) and tally.requests.get("writer", 0) >= len(TASKS)
+    # the rationale is rendered: no writer request reaches the critic's model
+    assert tally.requests.get("critic", 0) >= 3 * len(TASKS) and not tally.requests.get("writer")
     for record in records:
         channel = record["channel"]
         assert channel["critic_attempts"] == 3  # extra fields, then strings in enums, then the schema
-        assert MARKER in channel["critic_answers"][0]  # the critic did try
+        assert channel["writer"] == "rendered" and "critic_answers" not in channel  # raw answers not kept
+        assert MARKER not in json.dumps(record)  # nor any refusal quoting them
         assert 0 < channel["used_bits"] <= channel["max_bits"]
     inspected, found = leaked(records, bodies)
     assert inspected >= 3 * len(TASKS)  # planner, reviser, executor at least

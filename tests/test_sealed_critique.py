@@ -1,5 +1,6 @@
 """The sealed critique's schema, capacity and failure paths: strictly closed answers, an exact
-count of them, re-asking then failing, a writer that cannot be handed the supervision."""
+count of them, re-asking then failing, a rationale rendered from the counted answer alone, a
+writer that cannot be handed the supervision, a guard that only measures."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from critique import channel
 from critique.critic import CriticError
 from critique.sealed import (
     ASPECTS,
-    MAX_FINDINGS,
     SealedAnswer,
+    SealedAnswerRefused,
     SealedCritic,
     answer_schema,
     max_answers,
+    render_rationale,
     write_rationale,
 )
+from critique.sealed_options import MAX_FINDINGS, SealedOptions
 from envs.base import Supervision
 from evrcore.chat import ChatReply
 from evrcore.critique import GRADES
@@ -151,18 +154,21 @@ def task():
 
 def test_an_answer_outside_the_schema_is_asked_again_then_fails_the_critique(task):
     view, supervision, plan = task
-    outside = json.dumps({**answer([]), "rationale": "cancel EHGLP3"})
+    outside = json.dumps({**answer([]), "EHGLP3_field": "cancel EHGLP3"})
     critic = Replies(outside, outside, outside)
-    with pytest.raises(CriticError, match="sealed schema"):
-        SealedCritic(critic, writer=Replies()).critique(view, supervision, plan)
-    assert len(critic.sent) == 3
+    with pytest.raises(SealedAnswerRefused, match="sealed schema") as refused:
+        SealedCritic(critic).critique(view, supervision, plan)
+    assert len(critic.sent) == 3 and isinstance(refused.value, CriticError)
+    assert "EHGLP3" not in str(refused.value) and "input_value" not in str(refused.value)
+    assert "a field the schema does not have" in str(refused.value)
 
 
 def test_a_retried_answer_goes_through_and_the_writer_never_sees_the_supervision(task):
     view, supervision, plan = task
     good = json.dumps(answer([{"missing_after": 2, "flag": "E2", "aspect": "missing_step"}]))
     critic, writer = Replies('{"grade": 0.6}', good), Replies(json.dumps({"rationale": "Add the last step."}))
-    result = SealedCritic(critic, writer=writer).critique(view, supervision, plan)
+    result = SealedCritic(critic, writer=writer, options=SealedOptions(writer="tested")).critique(
+        view, supervision, plan)
     assert result.critique.rationale == "Add the last step." and result.critique.errors.E2
     assert result.channel["critic_attempts"] == 2 and result.channel["findings"] == [
         {"missing_after": 2, "flag": "E2", "aspect": "missing_step"}]
@@ -180,8 +186,106 @@ def test_an_incoherent_answer_is_asked_again_then_settled_by_its_flags(task):
     stray = json.dumps(answer([{"step": 1, "flag": "E5", "aspect": "argument"},
                                {"step": 2, "flag": "E2", "aspect": "termination"}], grade=1.0))
     critic = Replies(stray, stray, stray)
-    writer = Replies(json.dumps({"rationale": "Finish the task."}))
-    result = SealedCritic(critic, writer=writer).critique(view, supervision, plan)
+    result = SealedCritic(critic).critique(view, supervision, plan)
     assert len(critic.sent) == 3 and "unset flag" in result.note
     assert result.critique.grade == 0.8  # E2 set: at most 0.8
     assert result.channel["findings"] == [{"step": 2, "flag": "E2", "aspect": "termination"}]
+
+
+def test_the_default_rationale_is_the_counted_answer_rendered_with_no_model(task):
+    view, supervision, plan = task
+    good = json.dumps(answer([{"step": 2, "flag": "E2", "aspect": "termination"}]))
+    critic = Replies(good)
+    result = SealedCritic(critic).critique(view, supervision, plan)
+    assert len(critic.sent) == 1  # the critic's call alone: no writer call
+    closed = valid(json.loads(good), steps=2).canonical()
+    assert result.critique.rationale == render_rationale(plan, closed)  # a function of the answer
+    assert "cancel_reservation" in result.critique.rationale and "termination" in result.critique.rationale
+    assert result.channel["writer"] == "rendered" and result.channel["writer_attempts"] == 0
+    assert result.channel["max_findings"] == SealedOptions().findings
+    assert "critic_answers" not in result.channel  # the critic's raw answers are not kept
+
+
+@pytest.mark.parametrize("bad", [
+    "[" * 200_000 + "]" * 200_000,                                        # nested past any parser
+    json.dumps({**answer([]), "findings": [[[[[[{"step": 1}]]]]]]}),      # nested past the schema
+    json.dumps({**answer([]), "pad": "EHGLP3 " * 500_000}),               # huge (3.5 MB)
+    "The reservation is EHGLP3, cancel it.",                              # no JSON
+    "1e999999",                                                           # JSON, not an object
+])
+def test_a_nested_huge_or_non_json_answer_is_asked_again_then_refused_never_internal(task, bad):
+    view, supervision, plan = task
+    critic = Replies(bad, bad, bad)
+    with pytest.raises(SealedAnswerRefused) as refused:
+        SealedCritic(critic).critique(view, supervision, plan)
+    assert len(critic.sent) == 3
+    message = str(refused.value)
+    assert "EHGLP3" not in message and len(message) < 400
+    from runtime.episode.failures import classify
+
+    assert classify(refused.value) == {"kind": "model_output", "cause": "malformed_output"}
+
+
+def test_the_findings_cap_bounds_the_schema_the_answer_and_the_capacity(task):
+    view, supervision, plan = task
+    three = [{"step": 1, "flag": "E2", "aspect": a} for a in ("goal", "order", "argument")]
+    critic = Replies(json.dumps(answer(three)), json.dumps(answer(three[:2])))
+    result = SealedCritic(critic, options=SealedOptions(findings=2)).critique(view, supervision, plan)
+    assert len(critic.sent) == 2 and len(result.channel["findings"]) == 2  # 3 > K: asked again
+    assert answer_schema(2, 2)["properties"]["findings"]["maxItems"] == 2
+    assert result.channel["max_bits"] == channel.bits(2, 2, len(ASPECTS))
+    assert channel.bits(5, 2, len(ASPECTS)) < 6 * math.log2(36) < channel.bits(5, 6, len(ASPECTS))
+    with pytest.raises(ValidationError):
+        SealedOptions(findings=7)
+
+
+class Auditor:
+    """A leak auditor that names fixed spans, keeping what it read."""
+
+    def __init__(self, spans):
+        self.spans, self.read = spans, []
+
+    def audit(self, supervision, rationale):
+        from critique.guard.guard_outcome import LeakFinding
+
+        self.read.append(rationale)
+        return [LeakFinding(kind="auditor", text=s, written=s) for s in self.spans if s in rationale]
+
+
+def test_the_guard_and_auditor_only_measure_a_sealed_rationale(task):
+    view, supervision, plan = task
+    good = json.dumps(answer([{"step": 1, "flag": "E2", "aspect": "missing_step"}]))
+    auditor = Auditor(["missing step", "step 1"])
+    result = SealedCritic(Replies(good), auditor=auditor).critique(view, supervision, plan)
+    assert auditor.read and result.guard.fired and result.guard.action == "measured"
+    assert {f.text for f in result.guard.auditor_findings} == {"missing step", "step 1"}
+    assert result.critique.rationale == auditor.read[0] and "[redacted]" not in result.critique.rationale
+
+
+def test_a_guard_asked_to_act_replaces_the_whole_text_and_the_bit_is_counted(task):
+    view, supervision, plan = task
+    good = json.dumps(answer([{"step": 1, "flag": "E2", "aspect": "missing_step"}]))
+    written = "Step one misses the ZZTOP1 check; otherwise fine."
+    options = SealedOptions(writer="tested", guard="replace")
+    result = SealedCritic(Replies(good), writer=Replies(json.dumps({"rationale": written})),
+                          auditor=Auditor(["ZZTOP1"]), options=options).critique(view, supervision, plan)
+    closed = valid(json.loads(good), steps=2).canonical()
+    assert result.critique.rationale == render_rationale(plan, closed) and result.guard.action == "replaced"
+    assert result.channel["replaced"] and result.channel["max_bits"] == channel.bits(2, 2, len(ASPECTS)) + 1
+    measured = SealedCritic(Replies(good), writer=Replies(json.dumps({"rationale": written})),
+                            auditor=Auditor(["ZZTOP1"]), options=SealedOptions(writer="tested"))
+    kept = measured.critique(view, supervision, plan)
+    assert kept.critique.rationale == written and kept.guard.action == "measured"
+    assert kept.channel["max_bits"] == channel.bits(2, 2, len(ASPECTS))  # measuring adds nothing
+
+
+def test_no_option_puts_the_writer_on_the_critics_model():
+    from runtime.llm.roles import PURPOSES
+    from runtime.validate import parser
+
+    assert PURPOSES["writer"].role == "model"
+    with pytest.raises(ValidationError):
+        SealedOptions(writer="critic")
+    with pytest.raises(SystemExit) as refused:
+        parser().parse_args(["--sealed-writer", "critic"])
+    assert refused.value.code == 2

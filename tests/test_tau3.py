@@ -261,7 +261,7 @@ all eleven, each on the DB component (measured; the table is in docs/tau3.md).""
 def test_what_the_agent_can_retrieve_is_public_for_the_guard_and_nothing_else():
     """τ³ banking under a search configuration: a fee the knowledge base states may pass in a
     critique (the agent can look it up); the same fee is removed when it is not retrievable."""
-    from critique.leak_guard import LeakGuard
+    from critique.guard.leak_guard import LeakGuard
     from envs.base import ReferenceAction, Supervision, TaskView
 
     base = dict(env="tau3", domain="banking_knowledge", task_id="t", policy="Help customers choose cards.",

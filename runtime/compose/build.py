@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from critique.sealed_options import SealedOptions
 from runtime.compose import fingerprint
 from runtime.compose.opening import FolderOpening, open_cache, record_changes, run_info
 from runtime.compose.config import EMBEDDED_DEFAULTS, EMBEDDED_MODEL, RunConfig, UsageError
@@ -136,6 +137,8 @@ def build_run(config: RunConfig, say: Callable[[str], None], *, modes: list[str]
         seeding=config.seeding, models=specs, planner=config.planner,
         strategies=[s.name for s in chosen], max_steps=max_steps, concurrency=config.concurrency,
         judge=judge, auditor=not config.no_auditor, limits=episode_limits(config),
+        sealed=SealedOptions(writer=config.sealed_writer, findings=config.sealed_findings,
+                             guard=config.sealed_guard),
         env_options={k: v for k, v in (("retrieval", config.retrieval),
                                        ("embeddings_api_base", config.embeddings_api_base),
                                        ("embeddings_model", config.embeddings_model)) if v is not None},

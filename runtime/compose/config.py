@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from critique.sealed_options import DEFAULT_FINDINGS, MAX_FINDINGS
 from envs.registry import SANDBOXES, names
 from runtime.llm.prices import Price, parse_option
 from runtime.folder.records import MODES
@@ -88,6 +89,15 @@ class RunSettings(BaseModel):
     no_judge: bool | None = Field(default=None, description="Skip the plan judge of p0 and p1 "
                                   "(default: judge, except on the embedded model).")
     no_auditor: bool = Field(default=False, description="Guard critiques with the rules alone (no leak auditor).")
+    sealed_writer: Literal["rendered", "tested"] = Field(
+        default="rendered", description="Who words a sealed critique: rendered (no model: the "
+        "closed answer in words, the default) or tested (the tested model's own model). Never the "
+        "critic's model.")
+    sealed_findings: int = Field(default=DEFAULT_FINDINGS, ge=0, le=MAX_FINDINGS, description=
+                                 "At most this many findings per sealed critique (0..6).")
+    sealed_guard: Literal["measure", "replace"] = Field(
+        default="measure", description="On a sealed arm the guard and auditor measure only; "
+        "replace: where they fire, the whole rationale becomes the rendering (1 bit more).")
     request_timeout: float = Field(default=300.0, gt=0, le=3600,
                                    description="Seconds one model request may take.")
     max_error_rate: float | None = Field(

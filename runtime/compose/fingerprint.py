@@ -58,6 +58,8 @@ def settings(spec: Any, env: str, task_set: dict | None = None,
         "planner": spec.planner,
         "judge": spec.judge,
         "auditor": spec.auditor,
+        # how the sealed strategy critiques, where it runs (other folders keep their fingerprint)
+        **({"sealed": spec.sealed.model_dump()} if "sealed" in spec.strategies else {}),
         "env_version": env_version(env),
         "record_version": RECORD_VERSION,
         # Per-episode limits end episodes early; listed only when set, so a folder made before

@@ -31,7 +31,7 @@ def run_episode(spec: RunSpec, services: Services, key: EpisodeKey, artifacts: A
     ctx = EpisodeContext(key=key, seed=seed, env=services.env, layer=services.layer,
                          artifacts=artifacts, planner_name=spec.planner,
                          make_planner=services.make_planner, meter=meter, max_steps=spec.max_steps,
-                         strategy=STRATEGIES[key.strategy or DEFAULT_STRATEGY],
+                         strategy=STRATEGIES[key.strategy or DEFAULT_STRATEGY], sealed=spec.sealed,
                          judge=spec.judge and key.mode != "direct", auditor=spec.auditor,
                          refresh_cache=key.id() in spec.refresh, limits=spec.limits,
                          started=time.perf_counter())

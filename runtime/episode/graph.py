@@ -28,10 +28,11 @@ from typing import Annotated, Any, Callable, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from critique.auditor import LeakAuditor
+from critique.guard.auditor import LeakAuditor
 from critique.critic import CriticResult
 from critique.judge import JudgeResult, PlanJudge
 from critique.reference import reference_plan
+from critique.sealed_options import SealedOptions
 from critique.strategies import Strategy
 from envs.base import Environment, Score, Supervision, TaskView, Trajectory
 from planners.base import Planner
@@ -84,6 +85,8 @@ class EpisodeContext:
     meter: Meter
     max_steps: int
     strategy: Strategy
+    sealed: SealedOptions = SealedOptions()
+    """How a sealed critique is made (writer, findings cap, what the guard may do)."""
     judge: bool = True
     auditor: bool = True
     refresh_cache: bool = False
@@ -199,8 +202,9 @@ def critique(state: EpisodeState, ctx: EpisodeContext) -> dict[str, Any]:
     auditor = None
     if ctx.auditor and settings.guarded and settings.sees_supervision:
         auditor = LeakAuditor(ctx.client("auditor"))
-    writer = ctx.client("writer") if settings.sealed else None
-    critic = strategy.critic(ctx.client(purpose), auditor=auditor, writer=writer)
+    tested_writer = settings.sealed and ctx.sealed.writer == "tested"
+    writer = ctx.client("writer") if tested_writer else None
+    critic = strategy.critic(ctx.client(purpose), auditor=auditor, writer=writer, sealed=ctx.sealed)
     supervision = state["supervision"] if strategy.settings.sees_supervision else None
     return {"critic": critic.critique(state["view"], supervision, state["p0"])}
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from critique.sealed_options import SealedOptions
 from runtime.episode.limits import EpisodeLimits
 from runtime.llm.layer import ModelSpec
 from runtime.folder.records import AA_MODE, EpisodeKey, Mode
@@ -74,6 +75,8 @@ class RunSpec(BaseModel):
     """The planner's name or ``package.module:Class`` (``planners.registry``)."""
     strategies: list[str] = Field(default_factory=lambda: ["anti-leak"])
     """Critique strategies by name (``critique.strategies``); refine runs once per strategy."""
+    sealed: SealedOptions = Field(default_factory=SealedOptions)
+    """How the ``sealed`` strategy critiques: writer, findings cap, what the guard may do."""
     max_steps: int = 200
     concurrency: int = 4
     judge: bool = True

@@ -26,10 +26,11 @@ answers only enums and bounded integers; its writer reads the task view, p0 and 
 supervision, no reference plan) and writes the rationale."""
 
 
-def refine_calls(strategy: str | None = None) -> dict[str, int]:
+def refine_calls(strategy: str | None = None, sealed_writer: str = "rendered") -> dict[str, int]:
     """Refine's rough calls under a critique ``strategy`` (None: the default, ``anti-leak``):
     ``none`` makes no critique and no revision; a self-critique is the tested model's; only a
-    guarded rationale is read by the leak auditor; ``sealed`` critiques in two calls."""
+    guarded rationale is read by the leak auditor; ``sealed`` critiques in one call (its
+    rationale rendered with no model), two with ``sealed_writer`` ``tested``."""
     from critique.strategies import DEFAULT_STRATEGY, STRATEGIES
 
     calls = dict(CALLS["refine"])
@@ -42,9 +43,10 @@ def refine_calls(strategy: str | None = None) -> dict[str, int]:
         del calls["auditor"]
     if chosen.critic_role == "model":
         calls["self-critic"] = calls.pop("critic")
-    if chosen.name == "sealed":  # the critic, then the writer, both the critic's model
+    if chosen.name == "sealed":  # the critic; a writer call only where the tested model words it
         calls["sealed-critic"] = calls.pop("critic")
-        calls["writer"] = 1
+        if sealed_writer == "tested":
+            calls["writer"] = 1
     return calls
 
 
@@ -70,12 +72,12 @@ class EpisodeEstimate:
 
 def episode_estimate(mode: str, roles: Mapping[str, str], prices: Mapping[str, Price] | None = None, *,
                      judge: bool = True, auditor: bool = True, nl_judge: str | None = None,
-                     strategy: str | None = None) -> EpisodeEstimate:
+                     strategy: str | None = None, sealed_writer: str = "rendered") -> EpisodeEstimate:
     """One episode of ``mode`` with ``roles`` (role → model) answering; ``nl_judge``: the model
     grading the environment's NL assertions (τ³), one call per episode, None where none does;
     ``strategy``: Refine's critique strategy (``refine_calls``)."""
     out = EpisodeEstimate()
-    calls = refine_calls(strategy) if mode == "refine" else dict(CALLS[mode])
+    calls = refine_calls(strategy, sealed_writer) if mode == "refine" else dict(CALLS[mode])
     tokens = {**TOKENS, "self-critic": TOKENS["critic"]}
     if nl_judge is not None:
         calls["nl_judge"] = 1

@@ -47,7 +47,7 @@ PURPOSES = {
     "critic": Purpose("critic_model", "critiquing p0", 160),
     "self-critic": Purpose("model", "critiquing p0", 160),
     "sealed-critic": Purpose("critic_model", "critiquing p0 (sealed)", 320),
-    "writer": Purpose("critic_model", "wording a sealed critique", 160),
+    "writer": Purpose("model", "wording a sealed critique", 160),  # never the critic's: it could share a code
     "planner": Purpose("model", "writing plan p0", 256),
     "reviser": Purpose("model", "revising p0 into p1", 256),
     "auditor": Purpose("auditor_model", "checking a critique for leaks", None),

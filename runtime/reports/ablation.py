@@ -97,7 +97,7 @@ def write_table(table: pd.DataFrame, out: Path, beside: str = "") -> None:
     lines.append("`leaky` lets the critic reveal the reference: it is an upper bound, not a method.")
     if "sealed" in set(table.get("strategy", [])):
         lines.append("`sealed`: the critic that sees the reference answers only in enums and bounded "
-                     "integers; a second call that never sees it writes the rationale the reviser reads.")
+                     "integers; the reviser reads that answer in words (rendered with no model by default).")
     write_text_atomic(out / "ablation.md", "\n".join(lines) + "\n" + beside)
 
 

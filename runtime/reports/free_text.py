@@ -77,8 +77,8 @@ def markdown_section(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     intro = ("Both arms revise the same p0. `sealed`'s critic, which sees the supervision, answers "
-             "only in enums and bounded integers; a second call that never sees it writes the "
-             "rationale. A gain that survives sealing came through the diagnosis; a gain that "
+             "only in enums and bounded integers; the reviser reads that answer in words (rendered "
+             "with no model unless the channel section names another writer). A gain that survives sealing came through the diagnosis; a gain that "
              "disappears needed the free text. Paired over tasks, 95% CI clustered by task, "
              "detectable: the Δ this run finds with 80% power at its own variance; p: the "
              "clustered t test's.")

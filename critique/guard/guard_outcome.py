@@ -1,6 +1,6 @@
 """What the leak guard found and did to one critique, as records store it.
 
-Apart from the guard itself (``critique.leak_guard``, with its word lists and number readers) so
+Apart from the guard itself (``critique.guard.leak_guard``, with its word lists and number readers) so
 that the critic's result type, the auditor and the episode graph, which every run imports,
 do not load the guard until a guarded critique is made.
 """
@@ -23,7 +23,10 @@ class GuardOutcome(BaseModel):
     """What the guard did to one critique; stored in every guarded Refine record."""
 
     fired: bool = False
-    action: Literal["passed", "retried", "redacted"] = "passed"
+    action: Literal["passed", "retried", "redacted", "measured", "replaced"] = Field(
+        default="passed", description="passed, retried, redacted (the free-text arm); measured "
+        "(a sealed arm: findings recorded, the text unchanged) or replaced (the whole sealed "
+        "rationale by its deterministic rendering).")
     findings: list[LeakFinding] = Field(default_factory=list, description="Rules and auditor together.")
     rule_findings: list[LeakFinding] = Field(default_factory=list)
     auditor_findings: list[LeakFinding] = Field(default_factory=list)
@@ -31,6 +34,8 @@ class GuardOutcome(BaseModel):
         default_factory=list, description="What the auditor still found in the redacted rationale.")
     audited: bool = Field(default=False, description="Whether a leak auditor read the rationale.")
     removed: list[str] = Field(default_factory=list, description="Spans cut by redaction.")
+    audit_failed: bool = Field(default=False, description="The auditor gave no answer in its "
+                               "schema (a sealed arm records this and keeps the critique).")
 
 
 def union_findings(a: list[LeakFinding], b: list[LeakFinding]) -> list[LeakFinding]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from critique import person
-from critique import values as vs
+from critique.guard import person
+from critique.guard import values as vs
 from envs.base import Supervision, scalar_values
 
 STOP = set("""a about above after again all also an and any are as at be because been before
@@ -72,7 +72,7 @@ def _grams(text: str) -> frozenset[tuple[str, ...]]:
 
 def _units(tv: vs.TextValues) -> list[tuple[str, tuple[int, int]]]:
     """The text's words with their spans; a word spelled out letter by letter is one word, a
-    pronoun or possessive of any person one placeholder (``critique.person``: the hidden
+    pronoun or possessive of any person one placeholder (``critique.guard.person``: the hidden
     instructions' "your trip" is the opening's "my trip")."""
     out: list[tuple[str, tuple[int, int]]] = []
     i = 0

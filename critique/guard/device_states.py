@@ -7,7 +7,7 @@ The rules of this family are the domain's own, built from that domain alone:
   (``toggle_airplane_mode`` → *airplane mode*), from the reference and from the calls that set
   the task's initial state up (``Supervision.records`` of the table ``initial_state``). A call
   whose name names a record of the domain (``update_reservation_flights``, ``suspend_line``)
-  writes a record, which the record rules resolve (``critique.record_refs``): it gives no
+  writes a record, which the record rules resolve (``critique.guard.record_refs``): it gives no
   setting. The domain's record kinds come from its own schema: the identifier parameters of
   its tools (``reservation_id``, ``flight_number``, ``line_id``) and the tables its records
   belong to. A word of another domain's vocabulary (``flight`` for *airplane* in flight mode)
@@ -26,9 +26,9 @@ from __future__ import annotations
 import functools
 import re
 
-from critique import clauses, person
-from critique.pointers import DOUBT
-from critique.quotations import STOP
+from critique.guard import clauses, person
+from critique.guard.pointers import DOUBT
+from critique.guard.quotations import STOP
 from envs.base import Supervision, TaskView
 
 _VERBS = {"break", "unseat", "toggle", "set", "reset", "reseat", "grant", "enable", "disable", "turn", "reboot", "refuel",

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from critique import clauses, directives, person
-from critique.pointers import DOUBT
+from critique.guard import clauses, directives, person
+from critique.guard.pointers import DOUBT
 
 _KIND_OF_TABLE = {"reservations": "reservation", "orders": "order", "lines": "line",
                   "users.payment_methods": "payment", "products.variants": "item"}
@@ -287,7 +287,7 @@ class RecordReferences:
 
     @property
     def resolvable(self) -> frozenset[str]:
-        """The older pointer rule's kinds (``critique.pointers``) these records resolve instead."""
+        """The older pointer rule's kinds (``critique.guard.pointers``) these records resolve instead."""
         return frozenset(_KIND_OF_TABLE[t] for t in self._pointer if t in _KIND_OF_TABLE)
 
     def attribute_claims(self, text: str) -> list[tuple[int, int]]:

@@ -2,19 +2,19 @@
 
 "the third reservation on the profile", "the most recent order", "the cheapest flight": a
 position or a rank with a record noun picks one record, which only the database resolves. Where
-the task carries no records to resolve it against (``critique.record_refs`` does where it
+the task carries no records to resolve it against (``critique.guard.record_refs`` does where it
 does), a pointer counts when the reference acts on a record of that kind by an identifier the
 tested model has not seen (its argument key names the kind: ``reservation_id``, ``order_id``,
 ``payment_method_id`` …) and the tested model's own texts do not use the same words, in any
 person ("their upcoming flight" is the user's "my upcoming flight"). A pointer lives in one
-clause (``critique.clauses``). States of settings are ``critique.device_states``.
+clause (``critique.guard.clauses``). States of settings are ``critique.guard.device_states``.
 """
 
 from __future__ import annotations
 
 import re
 
-from critique import clauses, person
+from critique.guard import clauses, person
 from envs.base import Supervision, scalar_values
 
 _POSITION = (r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|latest|final|"
@@ -49,7 +49,7 @@ about this user's device."""
 def record_pointers(text: str, supervision: Supervision, public_codes: frozenset[str],
                     public_text: str, resolved: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     """Spans of pointers at one record of a kind the reference acts on by an unseen identifier
-    (kinds in ``resolved`` are left to the records' own resolution: ``critique.record_refs``)."""
+    (kinds in ``resolved`` are left to the records' own resolution: ``critique.guard.record_refs``)."""
     kinds = set()
     for action in supervision.reference_actions:
         for key, value in action.arguments.items():

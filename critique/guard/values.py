@@ -6,7 +6,7 @@ answers two questions about any text, the same way for the rationale and for the
 
 * which tokens are *value-like* — anything with a digit, an ID-shaped code, a name or a
   capitalised non-dictionary word, a number or date written in words (any of
-  :data:`critique.number_words.LANGUAGES`, or Chinese numerals), characters spelled one by
+  :data:`critique.guard.number_words.LANGUAGES`, or Chinese numerals), characters spelled one by
   one (``E-H-G-L-P-3``, ``c r e d i t``, NATO words, digit words);
 * what each span can be *read* as (:class:`Reading`): a code key (letters and digits only,
   lower case: ``W 237-8156`` → ``w2378156``), a number (thousands and decimal marks of either
@@ -29,10 +29,10 @@ from functools import lru_cache
 
 from wordfreq import zipf_frequency
 
-from critique import number_words as nw
-from critique import value_dates, value_words
-from critique.canonical import canonical, fold_accents
-from critique.value_types import ORDINAL_SUFFIX, DateKey, Reading, TextValues, Token, gap, word_zipf
+from critique.guard import number_words as nw
+from critique.guard import value_dates, value_words
+from critique.guard.canonical import canonical, fold_accents
+from critique.guard.value_types import ORDINAL_SUFFIX, DateKey, Reading, TextValues, Token, gap, word_zipf
 
 _TOKEN = re.compile(r"[^\W_]+")
 _TIGHT = re.compile(r"[-_./#:,'+|\\]{1,2}")

@@ -1,6 +1,6 @@
-"""Dates, times of day and Chinese numerals in a text, as readings of ``critique.values``.
+"""Dates, times of day and Chinese numerals in a text, as readings of ``critique.guard.values``.
 
-Month names come from CLDR (``critique.number_words.month_names``); a day is digits, an ordinal
+Month names come from CLDR (``critique.guard.number_words.month_names``); a day is digits, an ordinal
 (``15th``, ``15.``) or a number word of any language read; a year may follow. Numeric dates are
 read every way they allow (``05/06`` is May 6 or June 5). Times are ``10:30``, ``10:30 pm``,
 ``10am``, ``14h30``, ``9 o'clock``; keys are minutes after midnight.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from critique import number_words as nw
-from critique.value_types import ORDINAL_SUFFIX, TIME_TOKEN, DateKey, Reading, TextValues, Token, gap
+from critique.guard import number_words as nw
+from critique.guard.value_types import ORDINAL_SUFFIX, TIME_TOKEN, DateKey, Reading, TextValues, Token, gap
 
 _AMBIGUOUS_MONTHS = {"may", "mar", "mai", "jun", "jan", "dec", "sep", "oct", "nov", "aug", "ago", "set"}
 _DAY_FILLER = {"the", "of", "de", "del", "le", "am", "den", "der", "el", "il", "lo", "on", "du", "van"}

@@ -1,7 +1,7 @@
 """The types the value readers share: a token, a reading of tokens as one value, a text's
 values, and the small helpers every reader uses (the gap between two tokens, a word's
-frequency). They live below the readers (``critique.values``, ``critique.value_dates``,
-``critique.value_words``) so the readers import them without importing each other.
+frequency). They live below the readers (``critique.guard.values``, ``critique.guard.value_dates``,
+``critique.guard.value_words``) so the readers import them without importing each other.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from functools import lru_cache
 
 from wordfreq import zipf_frequency
 
-from critique import number_words as nw
-from critique.canonical import Canonical
+from critique.guard import number_words as nw
+from critique.guard.canonical import Canonical
 
 DateKey = tuple[int | None, int, int]
 

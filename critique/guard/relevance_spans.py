@@ -1,7 +1,7 @@
 """Which value spans the guard keeps: a bare number about the plan that no derivation reaches.
 
-``critique.relevance`` says what the supervision's derivations reach and when a number is
-about the plan; this module reads a span of the critique's values (``critique.values``) and
+``critique.guard.relevance`` says what the supervision's derivations reach and when a number is
+about the plan; this module reads a span of the critique's values (``critique.guard.values``) and
 decides whether it is such a bare number: digits or number words only (a Chinese clause with
 digits inside too), no date or time unless it is counted ('12-20 calls'), no currency beside
 it, not record-shaped, not a piece of an ID pointed at ('ending in 85').
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from critique.relevance import (
+from critique.guard.relevance import (
     CURRENCY,
     STEP_BEFORE,
     UNIT_AFTER,
@@ -20,7 +20,7 @@ from critique.relevance import (
     about_the_plan,
     record_shaped,
 )
-from critique.value_types import TextValues
+from critique.guard.value_types import TextValues
 
 _JOINER = re.compile(r"and|or|to|e|y|o|a|u|et|ou|und|oder|en|of|i")
 """Conjunctions between numbers in the languages the readers know ('3 e 4', '3 y 4')."""

@@ -1,4 +1,4 @@
-"""Values written in words, as readings of ``critique.values``: number words in seven languages
+"""Values written in words, as readings of ``critique.guard.values``: number words in seven languages
 (``text2num``) and in Russian, Ukrainian and Arabic (``num2words``), digit words read one by
 one, NATO spelling, and runs whose spelled words decode to a code (``a n y a_five-nine`` →
 ``anya59``, ``quatreG`` → ``4g``).
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from critique import number_words as nw
-from critique.value_types import Reading, TextValues, gap, word_zipf
+from critique.guard import number_words as nw
+from critique.guard.value_types import Reading, TextValues, gap, word_zipf
 
 
 def number_word_readings(tv: TextValues) -> None:
@@ -69,7 +69,7 @@ def number_word_readings(tv: TextValues) -> None:
 
 
 SCRIPT = "script"
-"""The pseudo-language of number words in other scripts (``critique.number_words.SPACED_SCRIPTS``)."""
+"""The pseudo-language of number words in other scripts (``critique.guard.number_words.SPACED_SCRIPTS``)."""
 
 
 def _languages(word: str) -> tuple[str, ...]:

@@ -3,11 +3,11 @@
 The critic sees the hidden reference, so its rationale is checked before the reviser (the tested
 model) reads it. Two rules, of two kinds:
 
-* **Values: an allow-list.** Every value-like span of the rationale (``critique.values``:
+* **Values: an allow-list.** Every value-like span of the rationale (``critique.guard.values``:
   anything with a digit, an ID-shaped code, a name, a number or date in words of several
   languages, characters spelled one by one) passes only if one of its readings is *public*:
   stated by the ``TaskView`` (policy, tool schemas, opening request) or by the tested model's
-  own ``p0``, compared after canonicalisation (``critique.canonical``). Every other value is a
+  own ``p0``, compared after canonicalisation (``critique.guard.canonical``). Every other value is a
   finding, whether or not the supervision holds it (``value`` when it does, ``unseen`` when it
   does not), and redaction removes the whole span it was written in, never a part of it.
 * **What is not a value: a deny-list built from the supervision**, with a threshold so that
@@ -30,17 +30,17 @@ from collections import Counter, defaultdict
 
 from wordfreq import zipf_frequency
 
-from critique import leak_forms as forms
-from critique import pointers, tool_prose
-from critique.device_states import DeviceStates
-from critique.order_words import CLAUSE_END, meant_order
-from critique.quotations import STOP as _STOP, Quotations, merge, stem
-from critique.record_refs import RecordReferences
-from critique import values as vs
-from critique.guard_outcome import GuardOutcome, LeakFinding  # noqa: F401 - GuardOutcome re-exported
-from critique.number_words import any_word_value
-from critique.relevance import DERIVATIONS, Relevance
-from critique.relevance_spans import could_carry
+from critique.guard import leak_forms as forms
+from critique.guard import pointers, tool_prose
+from critique.guard.device_states import DeviceStates
+from critique.guard.order_words import CLAUSE_END, meant_order
+from critique.guard.quotations import STOP as _STOP, Quotations, merge, stem
+from critique.guard.record_refs import RecordReferences
+from critique.guard import values as vs
+from critique.guard.guard_outcome import GuardOutcome, LeakFinding  # noqa: F401 - GuardOutcome re-exported
+from critique.guard.number_words import any_word_value
+from critique.guard.relevance import DERIVATIONS, Relevance
+from critique.guard.relevance_spans import could_carry
 from envs.base import Supervision, TaskView, scalar_values
 from evrcore.plan import Plan
 

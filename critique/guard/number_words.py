@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from wordfreq import zipf_frequency
 
-from critique.canonical import fold_accents
+from critique.guard.canonical import fold_accents
 
 LANGUAGES = ("en", "es", "de", "fr", "it", "pt", "nl")
 """Languages whose number words and month names are read (text2num's set, Danish aside)."""
