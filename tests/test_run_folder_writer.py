@@ -33,9 +33,11 @@ def _lines(out: Path) -> list[dict]:
 
 def test_a_second_run_on_a_busy_folder_is_refused_or_waits(tmp_path):
     out = tmp_path / "run"
-    first = _scripted_cli(out, *ARGS, latency=0.6)  # long enough for the others to start
+    first = _scripted_cli(out, *ARGS, latency=0.6)
     _wait_for(lambda: (out / "run.json").exists() or first.poll() is not None)
     assert first.poll() is None, "the first run should still be running"
+    # Stopped, it holds the folder however long the second run takes to start on a loaded machine
+    first.send_signal(signal.SIGSTOP)
 
     refused = _scripted_cli(out, *ARGS)
     started = time.monotonic()
@@ -48,6 +50,7 @@ def test_a_second_run_on_a_busy_folder_is_refused_or_waits(tmp_path):
     assert len(json.loads((out / "run.json").read_text())["invocations"]) == 1  # nothing written
 
     waiting = _scripted_cli(out, *ARGS, "--wait-for-lock", "300")
+    first.send_signal(signal.SIGCONT)
     assert first.wait(timeout=300) == 0
     stdout, stderr = waiting.communicate(timeout=300)
     assert waiting.returncode == 0, stderr
