@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-HEAVY = ("litellm", "langgraph", "tau2", "ray", "pandas", "scipy", "openai", "wordfreq", "docker")
+HEAVY = ("litellm", "langgraph", "langchain_core", "tau2", "ray", "pandas", "numpy", "scipy", "statsmodels",
+         "matplotlib", "openai", "wordfreq", "docker", "inspect_ai", "jinja2")
 
 COMMANDS = {
     # module: a bad input its parser or its settings refuse (exit 2)
@@ -53,11 +54,13 @@ print(json.dumps(results))
 """
 
 
-def _probe(heavy=HEAVY, commands=COMMANDS) -> list[dict]:
+def _env(**extra: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra}
+
+
+def _probe(heavy=HEAVY, commands=COMMANDS, env=None) -> list[dict]:
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps([heavy, commands])], cwd=REPO,
-                          capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO),
-                               "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+                          capture_output=True, text=True, timeout=120, env=env or _env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -83,3 +86,20 @@ def test_the_probe_sees_what_a_command_imports():
     runtime.validate does import, is seen."""
     results = _probe(heavy=["yaml", "pydantic"], commands={"runtime.validate": ["--trials", "0"]})
     assert all(r["heavy"] == ["pydantic", "yaml"] for r in results)
+
+
+DRY = ["--dry-run", "--domain", "airline", "--mode", "all", "--tasks", "12", "--model", "openai/gpt-4o"]
+
+
+def test_a_dry_run_answers_from_what_an_earlier_command_remembered(tmp_path):
+    """The first dry run on a machine asks τ² for the tasks, litellm for the price and
+    statsmodels for the detectable Δ, and remembers their answers (``envs.facts``); the next
+    dry run prints the same lines without importing any of them."""
+    env = _env(EVR_FACTS_HOME=str(tmp_path))
+    first = subprocess.run([sys.executable, "-m", "runtime.validate", *DRY], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "36 episodes" in first.stdout and "detectable" in first.stdout, first.stdout
+    again = [r for r in _probe(commands={"runtime.validate": DRY}, env=env) if r["argv"] == DRY]
+    assert again and all(r["heavy"] == [] and r["code"] == 0 for r in again), again
+    assert again[0]["out"] == first.stdout
