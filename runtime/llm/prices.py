@@ -8,14 +8,13 @@ embedded model runs on this machine and costs nothing by definition.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envs import facts
+from envs import facts, reads_bundled_price_map
 
 FREE_PREFIXES = ("local/",)
 """Models that run in this process: they spend no money."""
@@ -97,7 +96,7 @@ _ASKED: dict[str, Price | None] = {}
 def _table_key() -> str | None:
     """litellm's version when it reads the price table it ships (None, nothing remembered, when
     it fetches one: that table changes under the same version)."""
-    if os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() != "true":
+    if not reads_bundled_price_map():
         return None
     from importlib import metadata
 
