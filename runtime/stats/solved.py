@@ -1,13 +1,16 @@
 """The t-test sizes a plan needs, remembered between commands so a dry run answers at once.
 
 Solving for the minimum detectable effect imports statsmodels and scipy (seconds) for numbers
-that depend only on (units, α, power). Each answer is kept (``envs.facts``, keyed by the
-installed statsmodels and scipy: another version makes it stale, never wrong), and the next
-command with the same design reads it instead of importing them.
+that depend only on (units, α, power). The answers are kept (``envs.facts``, keyed by the
+installed statsmodels and scipy: another version makes them stale, never wrong): read once a
+process, and the new ones written once, when the process exits, so a caller that solves
+thousands of designs (a calibration, a power search) pays no file write per answer.
 """
 
 from __future__ import annotations
 
+import atexit
+import threading
 from typing import Callable
 
 from envs import facts
@@ -15,6 +18,10 @@ from envs import facts
 FACT = "t-test-sizes"
 MOST = 4096
 """Answers kept; past it the oldest go (a plan asks for a few dozen)."""
+
+_known: dict[str, float] | None = None
+_new = False
+_lock = threading.Lock()
 
 
 def _key() -> str | None:
@@ -28,10 +35,23 @@ def _key() -> str | None:
 
 def remembered(name: str, solve: Callable[[], float]) -> float:
     """``solve()``'s answer for the question ``name``, from an earlier command when it kept one."""
-    key = _key()
-    known = facts.read(FACT, key) or {}
-    if isinstance(known.get(name), (int, float)):  # Python's JSON keeps inf as Infinity
-        return float(known[name])
+    global _known, _new
+    with _lock:
+        if _known is None:
+            _known = dict(facts.read(FACT, _key()) or {})
+        found = _known.get(name)
+    if isinstance(found, (int, float)):  # Python's JSON keeps inf as Infinity
+        return float(found)
     value = float(solve())
-    facts.write(FACT, key, {**dict(list(known.items())[-(MOST - 1):]), name: value})
+    with _lock:
+        _known[name] = value
+        if not _new:
+            _new = True
+            atexit.register(_write)
     return value
+
+
+def _write() -> None:
+    with _lock:
+        kept = dict(list(_known.items())[-MOST:]) if _known else {}
+    facts.write(FACT, _key(), kept)
