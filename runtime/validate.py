@@ -229,7 +229,6 @@ def _tasks(config: RunConfig) -> list[str]:
     from runtime.compose.preflight import check_count, is_embedded, task_selection
     from runtime.folder.logs import quiet_loguru
 
-    quiet_loguru()
     try:
         env_spec = registry.spec(config.env)
         selection = task_selection(config, env_spec, is_embedded(config))
@@ -237,6 +236,7 @@ def _tasks(config: RunConfig) -> list[str]:
         if catalogue is not None and catalogue.knows(selection.domain):
             ids = catalogue.select(selection)
         else:
+            quiet_loguru()  # before the benchmark logs on import
             ids = get_environment(config.env).select(selection)
     except (EnvError, ValueError) as exc:
         raise UsageError(str(exc)) from exc

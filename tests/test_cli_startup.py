@@ -103,3 +103,32 @@ def test_a_dry_run_answers_from_what_an_earlier_command_remembered(tmp_path):
     again = [r for r in _probe(commands={"runtime.validate": DRY}, env=env) if r["argv"] == DRY]
     assert again and all(r["heavy"] == [] and r["code"] == 0 for r in again), again
     assert again[0]["out"] == first.stdout
+
+
+RUN_PROBE = r"""
+import json, sys
+from testkit import run_scripted
+watched = json.loads(sys.argv[2])
+harness = [m for m in watched if m in sys.modules]  # the scripted roles' own imports, before the run
+code = run_scripted.main(["--", *json.loads(sys.argv[1])])
+print(json.dumps({"code": code, "harness": harness,
+                  "loaded": sorted(m for m in watched if m in sys.modules and m not in harness)}))
+"""
+REPORT_ONLY = ("scipy", "statsmodels", "matplotlib", "ray", "inspect_ai", "docker", "wordfreq", "babel",
+               "num2words")
+"""What a run that writes no report never needs: the report's statistics and plots, Ray, the
+guard's word lists, the container SDK."""
+
+
+def test_a_run_without_its_report_imports_only_what_runs_episodes(tmp_path):
+    """Run with its report (drop ``--no-report``), the same probe sees matplotlib."""
+    argv = ["--env", "tau2", "--mode", "direct", "--domain", "airline", "--tasks", "1", "--model",
+            "scripted/roles", "--no-judge", "--no-report", "--no-cache", "--out", str(tmp_path / "run")]
+    done = subprocess.run([sys.executable, "-c", RUN_PROBE, json.dumps(argv),
+                           json.dumps(REPORT_ONLY)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, env=_env(EVR_FACTS_HOME=str(tmp_path)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["code"] == 0 and (tmp_path / "run" / "records.jsonl").exists()
+    assert len(result["harness"]) <= 1, result  # the scripted roles' leak decoder: num2words
+    assert result["loaded"] == [], f"a run without its report imported {result['loaded']}"
