@@ -4,6 +4,9 @@ Each figure is a whole process timed from start to exit, ``--runs`` times (min /
 
 * ``--help``, ``--version`` and bad input (an unknown option value, a setting out of range) of
   the commands: the parser path, which imports nothing that runs episodes;
+* a dry run (``--dry-run``): once an earlier command remembered τ²'s tasks, litellm's prices and
+  the t test's sizes (``envs.facts``), it imports none of τ², litellm, LangGraph, statsmodels,
+  scipy; the first time on a machine it does;
 * ``tau2 --help`` for comparison: τ²'s own command line imports its whole runner first;
 * what ending the process costs: the interpreter's teardown against ``runtime.cli.process_end.end``;
 * the fixed start and end of a run: ``runtime.validate`` on a finished run folder of the anchor's
@@ -71,6 +74,8 @@ def teardown(fast: bool) -> float:
     return time.time() - float(done.stdout.split()[-1])
 
 
+DRY_RUN = ["--dry-run", "--domain", "retail", "--mode", "all", "--tasks", "40", "--model", "openai/gpt-4o"]
+
 LEARNT = [
     ("`runtime.validate --domain nope` (unknown domain)", VALIDATE + ["--domain", "nope"], 2),
     ("`runtime.validate --domain retail --split nope` (unknown split)",
@@ -80,9 +85,12 @@ LEARNT = [
     ("`runtime.validate --model anthropic/claude-x` (no ANTHROPIC_API_KEY)",
      VALIDATE + ["--model", "anthropic/claude-x"], 2),
     ("`runtime.ablate --domain nope` (unknown domain)", [PY, "-m", "runtime.ablate", "--domain", "nope"], 2),
+    ("`runtime.validate --dry-run --domain retail --mode all --tasks 40 --model openai/gpt-4o` (dry run)",
+     VALIDATE + DRY_RUN, 0),
 ]
-"""Bad inputs only τ² or litellm can judge: answered after their imports the first time on a
-machine, at once from then on (``runtime.compose.preflight``), measured after one warm-up run each."""
+"""Bad inputs only τ² or litellm can judge, and a dry run (τ²'s tasks, litellm's prices, the t
+test's sizes): answered after their imports the first time on a machine, at once from then on
+(``runtime.compose.preflight``, ``envs.facts``), measured after one warm-up run each."""
 
 
 def wall(cmd: list[str], expect: int, env: dict[str, str] | None = None) -> float:
@@ -119,6 +127,11 @@ def measure(runs: int) -> str:
         with tempfile.TemporaryDirectory() as home:
             first.append(wall(LEARNT[0][1], 2, {"EVR_FACTS_HOME": home}))
     rows.append((f"{LEARNT[0][0]}, the first time on a machine (nothing remembered)", first))
+    first = []
+    for _ in range(min(runs, 3)):
+        with tempfile.TemporaryDirectory() as home:
+            first.append(wall(LEARNT[-1][1], 0, {"EVR_FACTS_HOME": home}))
+    rows.append((f"{LEARNT[-1][0]}, the first time on a machine (nothing remembered)", first))
     ids = task_ids("airline", 30)
     with Stub(0.0) as stub, tempfile.TemporaryDirectory() as out:
         cmd = runtime_cmd(stub, "airline", ids, 4, Path(out))

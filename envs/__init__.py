@@ -19,6 +19,12 @@ def use_bundled_price_map() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+def reads_bundled_price_map() -> bool:
+    """Whether litellm reads its bundled price map (the switch above is on): then its prices
+    change only with its version, and a command may remember them (``runtime.llm.prices``)."""
+    return os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() == "true"
+
+
 use_bundled_price_map()
 
 from envs.base import (  # noqa: E402

@@ -232,18 +232,22 @@ def load_config(args: argparse.Namespace) -> RunConfig:
 
 
 def _tasks(config: RunConfig) -> list[str]:
-    """The tasks the settings select, found without touching any folder."""
+    """The tasks the settings select, found without touching any folder: from the catalogue an
+    earlier command remembered (no benchmark import: a dry run answers at once), else from the
+    environment (which remembers it)."""
     from envs import EnvError, get_environment, registry
-    from runtime.compose.build import model_specs
-    from runtime.compose.preflight import check_count, task_selection
+    from runtime.compose.preflight import check_count, is_embedded, task_selection
     from runtime.folder.logs import quiet_loguru
 
-    quiet_loguru()
     try:
         env_spec = registry.spec(config.env)
-        env = get_environment(config.env)
-        selection = task_selection(config, env_spec, model_specs(config)[1])
-        ids = env.select(selection)
+        selection = task_selection(config, env_spec, is_embedded(config))
+        catalogue = registry.remembered_catalogue(config.env)
+        if catalogue is not None and catalogue.knows(selection.domain):
+            ids = catalogue.select(selection)
+        else:
+            quiet_loguru()  # before the benchmark logs on import
+            ids = get_environment(config.env).select(selection)
     except (EnvError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
     check_count(config, selection, len(ids))

@@ -9,9 +9,12 @@ embedded model runs on this machine and costs nothing by definition.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from envs import facts, reads_bundled_price_map
 
 FREE_PREFIXES = ("local/",)
 """Models that run in this process: they spend no money."""
@@ -58,14 +61,49 @@ def parse_option(text: str) -> tuple[str, Price]:
 
 
 def litellm_price(model: str) -> Price | None:
-    """litellm's price for ``model`` (its name, or the name without the provider prefix)."""
-    import litellm
+    """litellm's price for ``model`` (its name, or the name without the provider prefix).
+
+    Before litellm is imported (seconds), the answer an earlier command remembered for the same
+    litellm reading its bundled price table (``envs.facts``): a dry run prices a run at once.
+    Asked once a process (a run asks before each model call)."""
+    if model in _ASKED:
+        return _ASKED[model]
+    key = _table_key()
+    if "litellm" not in sys.modules:
+        known = (facts.read(PRICE_FACT, key) or {}).get(model, False)
+        if known is not False:
+            _ASKED[model] = None if known is None else Price(input=known[0], output=known[1])
+            return _ASKED[model]
+    import litellm  # the runtime registers prices only for the free local/ models
 
     info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
-    if not info or ("input_cost_per_token" not in info and "output_cost_per_token" not in info):
+    found = None
+    if info and ("input_cost_per_token" in info or "output_cost_per_token" in info):
+        found = Price(input=float(info.get("input_cost_per_token") or 0.0) * 1e6,
+                      output=float(info.get("output_cost_per_token") or 0.0) * 1e6)
+    known = facts.read(PRICE_FACT, key) or {}
+    answer = None if found is None else [found.input, found.output]
+    if known.get(model, False) != answer:
+        facts.write(PRICE_FACT, key, {**known, model: answer})
+    _ASKED[model] = found
+    return found
+
+
+PRICE_FACT = "litellm-prices"
+_ASKED: dict[str, Price | None] = {}
+
+
+def _table_key() -> str | None:
+    """litellm's version when it reads the price table it ships (None, nothing remembered, when
+    it fetches one: that table changes under the same version)."""
+    if not reads_bundled_price_map():
         return None
-    return Price(input=float(info.get("input_cost_per_token") or 0.0) * 1e6,
-                 output=float(info.get("output_cost_per_token") or 0.0) * 1e6)
+    from importlib import metadata
+
+    try:
+        return f"litellm {metadata.version('litellm')} bundled table"
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def price_of(model: str, prices: Mapping[str, Price] | None = None) -> Price | None:

@@ -135,16 +135,17 @@ def error_effect(trials: int, error_rate: float) -> tuple[float, float]:
     each episode errors with chance ``error_rate``, independently."""
     if error_rate <= 0:
         return 1.0, 1.0 / trials
-    import numpy as np
-    from scipy import stats
-
     kept = (1 - error_rate) ** 2
-    counts = np.arange(1, trials + 1)
-    chances = stats.binom.pmf(counts, trials, kept)
-    share = float(chances.sum())
+    if kept <= 0:
+        return 0.0, 1.0
+    # the binomial's chances of k = 1..trials pairs kept, in logs (no scipy import on a dry run)
+    chances = [math.exp(math.lgamma(trials + 1) - math.lgamma(k + 1) - math.lgamma(trials - k + 1)
+                        + k * math.log(kept) + (trials - k) * math.log1p(-kept)) if kept < 1 else float(k == trials)
+               for k in range(1, trials + 1)]
+    share = math.fsum(chances)
     if share <= 0:
         return 0.0, 1.0
-    return share, float(np.sum(chances / counts) / share)
+    return share, math.fsum(c / k for k, c in enumerate(chances, 1)) / share
 
 
 def run_components(variance: float, within: float, inverse_trials: float) -> Components:
@@ -212,6 +213,12 @@ def standardized_mde(units: float, alpha: float = ALPHA, power: float = POWER) -
     units finds with ``power`` at level ``alpha`` (statsmodels' ``TTestPower``)."""
     if units < 2:
         return math.inf
+    from runtime.stats.solved import remembered
+
+    return remembered(f"mde {units!r} {alpha!r} {power!r}", lambda: _solved_mde(units, alpha, power))
+
+
+def _solved_mde(units: float, alpha: float, power: float) -> float:
     import numpy as np
     from statsmodels.stats.power import TTestPower
 
