@@ -28,6 +28,9 @@ CACHE=${EVR_TAU3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/exec-validation-runtime/
 TESTS=(tests/test_tau3.py tests/test_tau3_task_sets.py tests/test_tau3_fidelity.py tests/test_tau3_regrade.py tests/test_tau3_embeddings.py tests/test_tau3_nl_judge.py
        tests/test_tau3_export.py tests/test_sealed_tau3.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
+# The tests on TEST_WORKERS pytest-xdist workers (0: in one process), those that start Ray on one
+# of them (tests/conftest.py), as `make test` runs the suites.
+XDIST=(); [ "${TEST_WORKERS:-2}" != 0 ] && XDIST=(-n "${TEST_WORKERS:-2}" --dist loadgroup)
 T0=$(date +%s)
 
 say()  { printf '[ci-tau3 %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
@@ -71,7 +74,7 @@ LOG="$CACHE/tests.log"
 MARK=(-m "${TAU3_MARK:-slow or not slow}")  # the slow suites too: pytest deselects them by default
 EXISTING=()
 for t in "${TESTS[@]}"; do [ -f "$t" ] && EXISTING+=("$t"); done
-TAU3_SOURCE="$SRC" EVR_REQUIRE_TAU3=1 "$PY" -m pytest -q -rs -p no:cacheprovider "${MARK[@]}" \
+TAU3_SOURCE="$SRC" EVR_REQUIRE_TAU3=1 "$PY" -m pytest -q -rs -p no:cacheprovider "${XDIST[@]}" "${MARK[@]}" \
     "${EXISTING[@]}" 2>&1 | tee "$LOG" || fail "τ³ tests failed (log: $LOG)"
 SUMMARY=$(tail -n 1 "$LOG")
 case "$SUMMARY" in *skipped*|*error*) fail "τ³ tests did not all run: $SUMMARY" ;; esac

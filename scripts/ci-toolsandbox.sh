@@ -33,6 +33,9 @@ TESTS=(tests/test_toolsandbox.py tests/test_toolsandbox_agreement.py tests/test_
        tests/test_toolsandbox_cluster.py tests/test_toolsandbox_budget.py tests/test_toolsandbox_requests.py
        tests/test_sealed_toolsandbox.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
+# The tests on TEST_WORKERS pytest-xdist workers (0: in one process), those that start Ray on one
+# of them (tests/conftest.py), as `make test` runs the suites.
+XDIST=(); [ "${TEST_WORKERS:-2}" != 0 ] && XDIST=(-n "${TEST_WORKERS:-2}" --dist loadgroup)
 T0=$(date +%s)
 
 say()  { printf '[ci-toolsandbox %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
@@ -71,7 +74,7 @@ if [ "$MODE" = prepare ]; then echo "$SRC" >&3; exit 0; fi
 # ---- 3. the tests, none skipped ----------------------------------------------------------------
 lap
 LOG="$CACHE/tests.log"
-TOOLSANDBOX_SOURCE="$SRC" EVR_REQUIRE_TOOLSANDBOX=1 "$PY" -m pytest -q -rs -p no:cacheprovider \
+TOOLSANDBOX_SOURCE="$SRC" EVR_REQUIRE_TOOLSANDBOX=1 "$PY" -m pytest -q -rs -p no:cacheprovider "${XDIST[@]}" \
     "${TESTS[@]}" 2>&1 | tee "$LOG" || fail "ToolSandbox tests failed (log: $LOG)"
 SUMMARY=$(tail -n 1 "$LOG")
 case "$SUMMARY" in *skipped*|*deselected*|*error*) fail "ToolSandbox tests did not all run: $SUMMARY" ;; esac
@@ -92,7 +95,7 @@ if [ "${EVR_TS_SABOTAGE:-1}" != 0 ]; then
         || fail "setup of the sabotaged copy failed (log: $EVR_ENVS_HOME/toolsandbox/setup.log)"
     BLOG="$CACHE/tests-broken.log"
     set +e
-    TOOLSANDBOX_SOURCE="$BROKEN" EVR_REQUIRE_TOOLSANDBOX=1 "$PY" -m pytest -q -rf -p no:cacheprovider \
+    TOOLSANDBOX_SOURCE="$BROKEN" EVR_REQUIRE_TOOLSANDBOX=1 "$PY" -m pytest -q -rf -p no:cacheprovider "${XDIST[@]}" \
         tests/test_toolsandbox_agreement.py \
         "tests/test_toolsandbox.py::test_wrong_sequences_score_lower_and_invented_information_scores_zero" \
         >"$BLOG" 2>&1
