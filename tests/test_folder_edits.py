@@ -263,3 +263,12 @@ def test_a_folder_file_of_another_kind_is_refused_in_one_line(folder, name, make
     assert f"{target} is {kind}, where the runtime keeps a file" in line, line
     assert "move it aside" in line and "Traceback" not in done.stderr
     assert sorted(p.name for p in folder.iterdir()) == before  # nothing written
+
+
+@pytest.mark.parametrize("given", ["x" * 120_000, "7," * 100 + "7"])
+def test_a_huge_task_id_is_echoed_cut_to_a_readable_length(tmp_path, given):
+    done = _run(tmp_path / "run", given)
+    assert done.returncode == 2
+    (line,) = _ours(done.stderr)
+    assert len(line) < 400, len(line)
+    assert f"({len(given):,} characters)" in line and "Traceback" not in done.stderr, line
