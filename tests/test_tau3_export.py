@@ -51,13 +51,14 @@ def tau3_python(code: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def rewards_after(files: list[Path], work: Path, *flags: str) -> dict[str, float]:
-    """record id → the reward ``tau2 evaluate-trajs [flags] -o`` recomputed."""
-    out = work / ("fresh" if flags else "same")
-    proc = tau2_cli("evaluate-trajs", *map(str, files), "-o", str(out), *flags, cwd=work)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    """record id → the reward ``tau2 evaluate-trajs [flags] -o`` recomputed, one arm's
+    ``results.json`` at a time (the release names its output after the input file's name)."""
     got = {}
-    for path in out.glob("updated_*.json"):
-        for sim in json.loads(path.read_text())["simulations"]:
+    for file in files:
+        out = work / ("fresh" if flags else "same") / file.parent.name
+        proc = tau2_cli("evaluate-trajs", str(file), "-o", str(out), *flags, cwd=work)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        for sim in json.loads((out / "updated_results.json").read_text())["simulations"]:
             got[sim["info"]["runtime"]["record_id"]] = sim["reward_info"]["reward"]
     return got
 

@@ -199,8 +199,13 @@ NL_JUDGE_NOTE = ("the release grades them with an LLM judge (gpt-4.1 by default)
 
 
 def _with_nl_assertions(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The simulations of ``data`` whose task has NL assertions."""
-    asserted = {t.get("id") for t in data["tasks"] if ((t.get("evaluation_criteria") or {}).get("nl_assertions"))}
+    """The simulations of ``data`` whose task's reward has NL assertions to judge (the task has
+    some, and its reward basis names them: airline's tasks carry some that no reward reads)."""
+    asserted = set()
+    for task in data["tasks"]:
+        criteria = task.get("evaluation_criteria") or {}
+        if criteria.get("nl_assertions") and "NL_ASSERTION" in (criteria.get("reward_basis") or []):
+            asserted.add(task.get("id"))
     return [s for s in data["simulations"] if s["task_id"] in asserted]
 
 
