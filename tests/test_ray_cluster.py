@@ -386,7 +386,7 @@ def test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command
     exit); the stop line's counts are the folder's."""
     if network != "loopback" and not os.environ.get(IN_NAMESPACE):
         return in_loopback_namespace(f"{__file__}::test_losing_the_head_counts_every_call_and_no_worker_"
-                                     f"calls_after_the_command[loopback-{rep}]")
+                                     f"calls_after_the_command[{rep}-loopback]")
     stub = load_stub_server()
     server = stub.serve(0, 0.5, ["retail"])
     base = f"http://127.0.0.1:{server.server_address[1]}"
