@@ -31,8 +31,11 @@ quiet_filter() {
 run() {
     local what=$1 every=$2; shift 2
     local start=$SECONDS
-    ( while sleep "$every"; do
-          printf '      … still %s (%dm%02ds)\n' "$what" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60))
+    # ticks of one second, so that the heartbeat ends within a second of the step (a long sleep
+    # left behind would hold the console's pipe open after the step is done)
+    ( n=0; while sleep 1; do
+          n=$((n + 1))
+          [ $((n % every)) -eq 0 ] && printf '      … still %s (%dm%02ds)\n' "$what" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60))
       done ) &
     local beat=$!
     "$@" >>"$LOG" 2>&1
