@@ -146,21 +146,22 @@ class EpisodeRecord(BaseModel):
         "before digests.")
 
 
-SCORE_RANGE = (0.0, 1.0)
-"""Every environment's score lies here: τ² and τ³ reward (a product of components in [0, 1]),
-ToolSandbox similarity. A record whose score is outside it was not written by the runtime."""
+SCORE_RANGES = {"reward": (0.0, 1.0), "similarity": (0.0, 1.0)}
+"""Each environment's score by its name, and where it lies: τ² and τ³ reward (a product of
+components in [0, 1]), ToolSandbox similarity. A record whose score is outside it was not
+written by the runtime; a score of another name (a synthetic benchmark's) need only be finite."""
 
 
 def score_problem(record: EpisodeRecord) -> str | None:
     """Why ``record``'s score cannot be counted, whatever its digest says (a resealed edit, a
-    bug): NaN, infinite, outside ``SCORE_RANGE``, or missing from an ``ok`` episode; None when
-    it is sound (an errored episode has none)."""
+    bug): NaN, infinite, outside its environment's range (``SCORE_RANGES``), or missing from an
+    ``ok`` episode; None when it is sound (an errored episode has none)."""
     score = record.score
     if score is None:
         return "score: missing from an ok episode" if record.status == "ok" else None
-    low, high = SCORE_RANGE
     if math.isnan(score):
         return "score: NaN, not a number"
+    low, high = SCORE_RANGES.get(record.score_name or "", (-math.inf, math.inf))
     if math.isinf(score) or not low <= score <= high:
         return f"score: {score!r} is outside the environment's range [{low:g}, {high:g}]"
     return None
