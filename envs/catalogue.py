@@ -25,6 +25,15 @@ from envs.base import TaskSelection, UnknownTaskError
 FORMAT = 1
 """Bumped when the remembered catalogue's shape changes."""
 
+SHOWN = 60
+"""The most characters of a task id (or a list of them) an error line echoes."""
+
+
+def shown(text: str, most: int = SHOWN) -> str:
+    """``text`` cut to a readable length for a one-line error, saying how long it was: a
+    120,000-character task id must not fill the terminal."""
+    return text if len(text) <= most else f"{text[:most]}… ({len(text):,} characters)"
+
 
 @dataclass(frozen=True)
 class Source:
@@ -58,7 +67,7 @@ class Catalogue:
         ids = self.tasks[domain]
         if task_id not in set(ids):
             raise UnknownTaskError(
-                f"unknown task id {task_id!r} in {self.label} domain {domain!r}; "
+                f"unknown task id {shown(task_id)!r} in {self.label} domain {domain!r}; "
                 f"accepted: {len(ids)} ids such as {', '.join(ids[:5])}")
 
     def select(self, selection: TaskSelection) -> list[str]:

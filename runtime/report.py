@@ -49,7 +49,15 @@ def parser() -> argparse.ArgumentParser:
                    "inspect_ai eval logs (one per arm, a sample per episode: `inspect view`)")
     p.add_argument("--submission", metavar="ARM",
                    help="with --export tau3: only ARM's files (e.g. plan-first), for the τ-bench "
-                   "leaderboard; an arm whose critic saw the hidden supervision is refused")
+                   "leaderboard; an arm whose critic saw the hidden supervision, and a run whose "
+                   "tasks are not τ³-bench's, are refused")
+    p.add_argument("--arm", metavar="ARM",
+                   help="with --export: only ARM's files; the one way to write, for viewing, a τ-bench "
+                   "results file of an arm whose critic saw the hidden supervision (a plain --export "
+                   "tau3 leaves it out)")
+    p.add_argument("--force", action="store_true",
+                   help="with --export or --regrade-out DIR: remove the files DIR already holds first "
+                   "(without it, a folder that holds files is refused)")
     return p
 
 
@@ -61,7 +69,7 @@ def regrade(args: argparse.Namespace) -> int:
     from runtime.reports.export_common import out_dir_problem
 
     as_files = args.regrade_out is not None and args.regrade_out.suffix != ".json"
-    if as_files and (problem := out_dir_problem(args.regrade_out, args.run)):
+    if as_files and (problem := out_dir_problem(args.regrade_out, args.run, args.force)):
         print(f"error: --regrade-out {args.regrade_out}: {problem}", file=sys.stderr)
         return 2
     if args.regrade_out is not None and not as_files and (problem := unwritable(args.regrade_out)):
@@ -86,7 +94,7 @@ def regrade(args: argparse.Namespace) -> int:
     if as_files:
         from runtime.reports.export_run import report, write_regraded
 
-        return report(write_regraded(args.run, regraded, args.regrade_out))
+        return report(write_regraded(args.run, regraded, args.regrade_out, args.force))
     if args.regrade_out is not None:
         from runtime.folder.store import write_text_atomic
 
@@ -109,13 +117,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.run} is not a run folder: {what} (no records.jsonl); give a folder "
               "written by validate, ablate or table3", file=sys.stderr)
         return 2
-    if args.submission is not None and args.export is None:
-        print("error: --submission goes with --export tau3 DIR", file=sys.stderr)
+    for flag, given in (("--submission", args.submission), ("--arm", args.arm)):
+        if given is not None and args.export is None:
+            print(f"error: {flag} goes with --export FORMAT DIR", file=sys.stderr)
+            return 2
+    if args.force and args.export is None and args.regrade_out is None:
+        print("error: --force goes with --export FORMAT DIR or --regrade-out DIR", file=sys.stderr)
         return 2
     if args.export is not None:
         from runtime.reports.export_run import run as export
 
-        return export(args.run, args.export[0], Path(args.export[1]), args.submission)
+        return export(args.run, args.export[0], Path(args.export[1]), args.submission, args.force, args.arm)
     if args.regrade:
         return regrade(args)
     if args.apb_out is not None and (problem := unwritable(args.apb_out)):

@@ -26,12 +26,16 @@ quiet_filter() {
 }
 
 # run <what> <heartbeat seconds> <command...>: the command's output goes to the log; every
-# <heartbeat> seconds the console hears that <what> is still going.
+# <heartbeat> seconds the console hears that <what> is still going. One call per step: it
+# prints the step's "done" line.
 run() {
     local what=$1 every=$2; shift 2
     local start=$SECONDS
-    ( while sleep "$every"; do
-          printf '      … still %s (%dm%02ds)\n' "$what" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60))
+    # ticks of one second, so that the heartbeat ends within a second of the step (a long sleep
+    # left behind would hold the console's pipe open after the step is done)
+    ( n=0; while sleep 1; do
+          n=$((n + 1))
+          [ $((n % every)) -eq 0 ] && printf '      … still %s (%dm%02ds)\n' "$what" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60))
       done ) &
     local beat=$!
     "$@" >>"$LOG" 2>&1
@@ -54,8 +58,9 @@ fi
 : >"$LOG"
 
 say 1 "Python packages of the runtime: litellm, LangGraph, τ²-bench, Ray, inspect_ai and their dependencies (a few minutes)"
-run "installing packages" 30 "${PIP[@]}" install --upgrade pip
-run "installing packages" 30 "${PIP[@]}" install -e ".[test,ray,inspect]"
+# pip upgraded, then the packages: one command, so the step says "done" once, when it is done
+install_packages() { "${PIP[@]}" install --upgrade pip && "${PIP[@]}" install -e ".[test,ray,inspect]"; }
+run "installing packages" 30 install_packages
 
 say 2 "llama.cpp for the embedded model: compiled from source the first time (about 7 minutes on 2 cores; pip reuses the build afterwards)"
 # llama.cpp built portable (no -march=native), so the wheel runs on any x86-64 CPU.

@@ -74,16 +74,24 @@ def _row(folder: Path) -> str:
     return next(line for line in md.splitlines() if line.startswith("| tau2 | scripted/roles |"))
 
 
-def test_an_unsigned_edit_and_a_relabelled_copy_are_named_not_counted_and_run_again(folder):
+def _unsign(record: dict, how: str) -> None:
+    if how == "deleted":
+        del record["digest"]
+    else:
+        record["digest"] = None  # "digest": null is no digest
+
+
+@pytest.mark.parametrize("how", ["null", pytest.param("deleted", marks=pytest.mark.slow)])
+def test_an_unsigned_edit_and_a_relabelled_copy_are_named_not_counted_and_run_again(folder, how):
     lines = _lines(folder)
     by_task = {r["key"]["task_id"]: i for i, r in enumerate(lines)}
     edited = lines[by_task["1"]]
     edited["score"] = 0.0
-    del edited["digest"]  # the edit and the evidence of it
+    _unsign(edited, how)  # the edit and the evidence of it
     copy = json.loads(json.dumps(lines[by_task["3"]]))
     copy["key"]["task_id"] = "4"
     copy["record_id"] = copy["record_id"].replace("|3|", "|4|")
-    del copy["digest"]
+    _unsign(copy, how)
     _write(folder, [*lines, copy])
 
     done = _report(folder)
@@ -99,8 +107,64 @@ def test_an_unsigned_edit_and_a_relabelled_copy_are_named_not_counted_and_run_ag
     said = _said(again.stdout)
     assert "4 episodes (2 already done)" in said and "carry no digest" in said
     assert "their episodes run again" in said
-    scores = {r["key"]["task_id"]: r["score"] for r in _lines(folder) if "digest" in r}
+    scores = {r["key"]["task_id"]: r["score"] for r in _lines(folder) if r.get("digest")}
     assert scores == {"1": 1.0, "2": 1.0, "3": 1.0, "4": 1.0}, scores  # task 4 ran, for real
+
+
+def test_raising_sealed_from_line_past_an_edited_line_is_named(folder):
+    lines = _lines(folder)
+    lines[0]["score"] = 0.0
+    del lines[0]["digest"]  # the edit, passed off as a line written before digests...
+    _write(folder, lines)
+    info = json.loads((folder / "run.json").read_text())
+    assert info["sealed_from_line"] == 1
+    info["sealed_from_line"] = 2  # ...by moving the start of the chain past it
+    (folder / "run.json").write_text(json.dumps(info))
+
+    done = _report(folder)
+    assert done.returncode == 0, done.stderr
+    (line,) = _ours(done.stderr)
+    assert "says the records' digests begin at line 2, but the records were sealed from line 1" in line, line
+    assert "1 record(s)" in line and "carry no digest" in line and "(line 1)" in line, line
+    assert "| 2 × 1 |" in _row(folder)
+    assert "written before records carried digests" not in done.stderr
+
+
+def _resealed(record: dict, start: int | None) -> str:
+    """``record`` with its digest recomputed by the recipe docs/run-folder.md gives (``sha256@N:``
+    binding the folder's start; ``sha256:`` without it, as lines sealed before starts were bound)."""
+    import hashlib
+
+    body = {k: v for k, v in record.items() if k != "digest"}
+    if start is not None:
+        body["sealed_from_line"] = start
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    prefix = "sha256:" if start is None else f"sha256@{start}:"
+    return json.dumps({**record, "digest": prefix + hashlib.sha256(canonical.encode()).hexdigest()})
+
+
+def test_a_resealed_score_that_is_not_a_sound_number_is_named_not_counted(folder):
+    start = json.loads((folder / "run.json").read_text())["sealed_from_line"]
+    lines = _lines(folder)
+    lines[0]["score"] = float("nan")
+    lines[1]["score"] = -3.5
+    del lines[2]["score"]  # each resealed with the recipe, as a tool that recomputes it would
+    _write(folder, [_resealed(x, None) for x in lines])
+    done = _report(folder)
+    assert done.returncode == 2, done.stderr  # nothing left to report
+    (line,) = _ours(done.stderr)
+    assert "(lines 1: score: NaN, not a number, 2: score: -3.5 is outside the environment's range [0, 1], " \
+           "3: score: missing from an ok episode)" in line, line
+
+    lines = _lines(folder)
+    lines[0]["score"], lines[1]["score"], lines[2]["score"] = 1e308, float("inf"), 1.0
+    _write(folder, [_resealed(x, start) for x in lines])
+    done = _report(folder)
+    assert done.returncode == 0, done.stderr
+    (line,) = _ours(done.stderr)
+    assert "1: score: 1e+308 is outside" in line and "2: score: inf is outside" in line, line
+    assert "| 1 × 1 |" in _row(folder)
+    assert "| 1.000 " in _row(folder)  # the mean of the one sound score, not of NaN or 1e308
 
 
 @pytest.mark.slow
@@ -199,3 +263,12 @@ def test_a_folder_file_of_another_kind_is_refused_in_one_line(folder, name, make
     assert f"{target} is {kind}, where the runtime keeps a file" in line, line
     assert "move it aside" in line and "Traceback" not in done.stderr
     assert sorted(p.name for p in folder.iterdir()) == before  # nothing written
+
+
+@pytest.mark.parametrize("given", ["x" * 120_000, "7," * 100 + "7"])
+def test_a_huge_task_id_is_echoed_cut_to_a_readable_length(tmp_path, given):
+    done = _run(tmp_path / "run", given)
+    assert done.returncode == 2
+    (line,) = _ours(done.stderr)
+    assert len(line) < 400, len(line)
+    assert f"({len(given):,} characters)" in line and "Traceback" not in done.stderr, line

@@ -134,7 +134,7 @@ class LedgerWorkers:
         for _ in range(CALLS):
             client.complete([{"role": "user", "content": "hi"}])
         self.ledger.drop(attempt)
-        record = EpisodeRecord(run_id="paid", key=key, record_id=key.id(), status="ok", seed=0,
+        record = EpisodeRecord(run_id="paid", key=key, record_id=key.id(), status="ok", seed=0, score=1.0,
                                usage=meter.as_dict(), started_at="t", finished_at="t")
         return [Outcome(key=key, record=record, where="1@node:2")]
 

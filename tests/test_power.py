@@ -168,7 +168,7 @@ def synthetic_folder(out, tasks: int = 150, trials: int = 4, seed: int = 11, sco
                                                started_at=now, finished_at=now))
                     continue
                 store.append(EpisodeRecord(run_id="synthetic", key=key, record_id=key.id(), status="ok",
-                                           seed=k, score=float(scores[i, k]), score_name="reward",
+                                           seed=k, score=float(scores[i, k]), score_name="synthetic",
                                            started_at=now, finished_at=now))
     return out
 

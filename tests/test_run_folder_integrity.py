@@ -24,7 +24,7 @@ def test_an_edited_and_a_relabelled_record_are_named_and_never_count(tmp_path, c
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     by_task = {r["key"]["task_id"]: i for i, r in enumerate(lines)}
     edited, relabelled = lines[by_task["1"]], lines[by_task["2"]]
-    assert edited["score"] == 1.0 and edited["digest"].startswith("sha256:")
+    assert edited["score"] == 1.0 and edited["digest"].startswith("sha256@1:")
     edited["score"] = 0.0  # its breakdown still says 1.0
     relabelled["key"]["task_id"] = "5"
     relabelled["record_id"] = relabelled["record_id"].replace("|2|", "|5|")

@@ -174,12 +174,14 @@ def test_gold_replay_sample_scores_one_and_sabotage_zero(tmp_path, tau3_env):
 def test_retail_replays_grade_the_db_and_name_nl_assertions_ungraded(tmp_path, tau3_env):
     from testkit.tau3_gold import reference
 
-    facts = reference(["retail"], ["0", "12"])
+    facts = reference(["retail"], ["0", "12", "21"])
     records = replay(tmp_path, tau3_env, "retail", facts, name="tau3-retail")
     for record in records.values():
         assert record.score == 1.0
         assert record.breakdown["DB"] == 1.0
-        assert record.breakdown["NL_ASSERTION"] is None and record.score_info["ungraded"] == ["NL_ASSERTION"]
+    # only a task that has NL assertions leaves them ungraded (21 has; 0 and 12 have none)
+    assert {t for t, r in records.items() if r.score_info.get("ungraded") == ["NL_ASSERTION"]} == {"21"}
+    assert records["21"].breakdown["NL_ASSERTION"] is None
     assert facts["retail"]["0"]["last_write"] is not None and facts["retail"]["12"]["last_write"] is None
     broken = {"retail": {"0": facts["retail"]["0"]}}
     assert scores(replay(tmp_path, tau3_env, "retail", broken, sabotage=True, name="tau3-retail-sab")) == {"0": 0.0}

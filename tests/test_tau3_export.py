@@ -39,17 +39,26 @@ def export(folder: Path, out: Path, *extra: str) -> list[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     code = report_cli.main([str(folder), "--export", "tau3", str(out), *extra])
     assert code == 0
-    return sorted(out.glob("*.json"))
+    return sorted(out.glob("*/results.json"))
+
+
+def tau3_python(code: str, *args: str) -> subprocess.CompletedProcess:
+    """``code`` run by the release's own interpreter (its venv), on its data folder."""
+    record = tau3_record()
+    env = {k: v for k, v in os.environ.items() if not any(s in k.upper() for s in ("API_KEY", "TOKEN", "SECRET"))}
+    env["TAU2_DATA_DIR"] = record["data_dir"]
+    return subprocess.run([record["python"], "-c", code, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def rewards_after(files: list[Path], work: Path, *flags: str) -> dict[str, float]:
-    """record id → the reward ``tau2 evaluate-trajs [flags] -o`` recomputed."""
-    out = work / ("fresh" if flags else "same")
-    proc = tau2_cli("evaluate-trajs", *map(str, files), "-o", str(out), *flags, cwd=work)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    """record id → the reward ``tau2 evaluate-trajs [flags] -o`` recomputed, one arm's
+    ``results.json`` at a time (the release names its output after the input file's name)."""
     got = {}
-    for path in out.glob("updated_*.json"):
-        for sim in json.loads(path.read_text())["simulations"]:
+    for file in files:
+        out = work / ("fresh" if flags else "same") / file.parent.name
+        proc = tau2_cli("evaluate-trajs", str(file), "-o", str(out), *flags, cwd=work)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        for sim in json.loads((out / "updated_results.json").read_text())["simulations"]:
             got[sim["info"]["runtime"]["record_id"]] = sim["reward_info"]["reward"]
     return got
 
@@ -102,7 +111,7 @@ def test_a_tau2_export_is_rescored_equal_and_its_fresh_flips_are_the_regrades(ta
 
     assert report_cli.main([str(tau2_run), "--regrade", "tau3", "--regrade-out", str(tmp_path / "regraded")]) == 0
     regraded = {}
-    for path in (tmp_path / "regraded").glob("*.tau3-regraded.json"):
+    for path in (tmp_path / "regraded").glob("*.tau3-regraded/results.json"):
         for sim in json.loads(path.read_text())["simulations"]:
             regraded[sim["info"]["runtime"]["record_id"]] = sim["reward_info"]["reward"]
     assert regraded == fresh  # --regrade-out DIR writes what evaluate-trajs --fresh-tasks writes
@@ -159,12 +168,31 @@ def test_submit_prepare_accepts_a_plan_first_export_and_the_runtime_refuses_refi
     assert len(err) == 1 and "forbids any access to reference actions or hidden goals" in err[0]
     assert not out.exists()
 
+    # a plain export leaves the arm whose critic saw the supervision out; named, it says so inside
+    plain = export(folder, tmp_path / "plain")
+    assert [f.parent.name for f in plain] == ["tau3.airline.plan-first.scripted-submit-roles"]
+    viewed = export(folder, tmp_path / "viewed", "--arm", "refine")
+    kept = tau3_python("import sys; from tau2.data_model.simulation import Results; r = Results.load(sys.argv[1]); "
+                       "print(r.info.agent_info.implementation); print(r.simulations[0].info['runtime']['leaderboard'])",
+                       str(viewed[0]))
+    assert kept.returncode == 0, kept.stderr[-2000:]
+    assert "its critic saw the hidden supervision: for viewing only, not for the leaderboard" in kept.stdout
+    assert "not eligible" in kept.stdout
+
+    # τ³'s viewer lists the export's files by folder (``tau2 view --dir``)
+    listed = tau2_cli("view", "--dir", str(tmp_path / "plain"), stdin="1\n1\n6\n", cwd=tmp_path)
+    assert "No simulation files found" not in listed.stdout, listed.stdout[-2000:]
+    assert "tau3.airline.plan-first.scripted-submit-roles" in listed.stdout, listed.stdout[-2000:]
+    guidelines = tau3_python("from tau2.user.user_simulator import get_global_user_sim_guidelines as g; print(g(), end='')")
+    data = json.loads(plain[0].read_text())
+    assert data["info"]["user_info"]["global_simulation_guidelines"] == guidelines.stdout  # as τ³ writes it
+
     files = export(folder, tmp_path / "submission", "--submission", "plan-first")
-    assert [f.name for f in files] == ["tau3.airline.plan-first.scripted-submit-roles.json"]
+    assert [f.parent.name for f in files] == ["tau3.airline.plan-first.scripted-submit-roles"]
     answers = "\n".join(["scripted-planner", "user-simulator", "Example Org", "Example Org", "team@example.com",
                          "", "", "n", "custom", "", "", "", "plan-first planner", "y", "n",
                          "the agent's system prompt holds its plan", "n", "", ""]) + "\n"
-    proc = tau2_cli("submit", "prepare", str(files[0]), "-o", str(tmp_path / "prepared"), stdin=answers,
+    proc = tau2_cli("submit", "prepare", str(tmp_path / "submission"), "-o", str(tmp_path / "prepared"), stdin=answers,
                     cwd=tmp_path)
     text = proc.stdout + proc.stderr
     assert "✅ Tasks validation" in text and "✅ Trial count validation" in text, text[-3000:]

@@ -116,7 +116,8 @@ class Tau3Adapter(Tau2Environment):
         task = episode.with_opening(tasks.task(domain, task_id), trajectory.native["opening_request"])
         criteria = task.evaluation_criteria
         basis = criteria.reward_basis if criteria else []
-        ungraded = [b for b in basis if getattr(b, "value", b) == NL] if judge is None else []
+        asserted = bool(criteria and getattr(criteria, "nl_assertions", None))  # none: nothing to judge
+        ungraded = [b for b in basis if getattr(b, "value", b) == NL] if judge is None and asserted else []
         if ungraded:
             task = task.model_copy(deep=True)
             task.evaluation_criteria.reward_basis = [b for b in criteria.reward_basis if b not in ungraded]

@@ -5,7 +5,8 @@ in the release's schema (``runtime.reports.export_tau3``). Runs in the τ³ venv
 
 Per domain: ``tasks`` (every task of the domain, the release's ``Task`` dumped as it is, so its
 leaderboard check finds them equal to its own), ``base`` (the ids of the ``base`` split, the set
-the leaderboard asks for) and ``policy`` (the agent's policy, as the runtime's view shows it).
+the leaderboard asks for) ``policy`` (the agent's policy, as the runtime's view shows it) and ``user_guidelines`` (the user
+simulator's guidelines, as ``tau2 run`` writes them into its results' ``user_info``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from envs.venvs import write_json
 
 def dump(domains: list[str]) -> dict[str, Any]:
     from tau2.registry import registry
+    from tau2.user.user_simulator import get_global_user_sim_guidelines
 
     from envs.tau3.adapter import Tau3Adapter
 
@@ -37,7 +39,7 @@ def dump(domains: list[str]) -> dict[str, Any]:
             base = []
         view, _ = adapter.load(domain, tasks[0].id)
         out[domain] = {"tasks": [t.model_dump(mode="json") for t in tasks], "base": base,
-                       "policy": view.policy}
+                       "policy": view.policy, "user_guidelines": get_global_user_sim_guidelines()}
     return out
 
 

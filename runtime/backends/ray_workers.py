@@ -178,33 +178,46 @@ class Pool:
 
 
 class ClusterWatch:
-    """The cluster's state, read in a thread of its own: a call to a dead head's GCS blocks
-    (for up to a minute, then Ray ends the process), so the batch loop never makes one. Every
-    ``PING_S`` it probes the GCS port (a plain TCP connect) and, while it answers, asks which
-    workers are placed and what the ledger has counted of the attempts running (``counted``:
-    all that is left of them once the head, where the ledger lives, is gone); ``head_lost``
-    once ``HEAD_MISSES`` probes in a row found nothing."""
+    """The cluster's state, read in threads of their own: a call to a dead head's GCS blocks
+    (for up to a minute, then Ray ends the process), so the batch loop never makes one. Two
+    threads, so that nothing can hold up the probe: one probes the GCS port every ``PING_S``
+    with a plain TCP connect and nothing else — ``head_lost`` once ``HEAD_MISSES`` probes in a
+    row found nothing, a few seconds whatever the network (a loopback-only namespace, where a
+    dead GCS refuses at once, included); the other, while the GCS answers, asks which workers
+    are placed and what the ledger has counted of the attempts running (``counted``: all that
+    is left of them once the head, where the ledger lives, is gone). Were the probe to share a
+    thread with those reads, a read caught by the head's death would block it past Ray's own
+    60-second exit, and the runtime's stop would never come."""
 
     def __init__(self, pool: Pool, gcs_address: str | None):
         self.pool = pool
         self.gcs = gcs_address
         self.head_lost = False
         self.misses = 0
+        self.answered = threading.Event()
         self.placed: set[int] | None = None
         self.counted: dict[str, dict[str, Any]] = {}
         self.stopped = threading.Event()
-        threading.Thread(target=self._watch, name="ray-cluster-watch", daemon=True).start()
+        threading.Thread(target=self._probe, name="ray-head-probe", daemon=True).start()
+        threading.Thread(target=self._read, name="ray-cluster-read", daemon=True).start()
 
-    def _watch(self) -> None:
+    def _probe(self) -> None:
         while not self.stopped.is_set() and not self.head_lost:
             if self.answers():
                 self.misses = 0
-                self.placed = self.pool.placed()
-                self.counted = self.read_ledger()
+                self.answered.set()
             else:
                 self.misses += 1
                 self.head_lost = self.misses >= HEAD_MISSES
             self.stopped.wait(PING_S)
+
+    def _read(self) -> None:
+        while not self.stopped.is_set() and not self.head_lost:
+            if self.answered.wait(PING_S) and not self.head_lost and not self.misses:
+                self.answered.clear()
+                self.placed = self.pool.placed()
+                self.counted = self.read_ledger()
+                self.stopped.wait(PING_S)
 
     def read_ledger(self) -> dict[str, dict[str, Any]]:
         if self.pool.ledger is None:
@@ -241,6 +254,9 @@ class RayExecutor:
         self.in_flight: dict[Any, tuple[EpisodeKey, int, str]] = {}
         self.runs: dict[str, int] = {}
         """Times each episode was submitted: its attempts' ids in the ledger."""
+        self.unfinished: dict[str, list[Any]] = {}
+        """Episode id → the attempts this run lost of it (``None``: nothing counted), until a
+        run of it finishes: what ``lost_attempts.jsonl`` holds of this run at a stop."""
         self.stalled: str | None = None
         self.drain_until = 0.0
         self.shown: str | None = None
@@ -297,6 +313,8 @@ class RayExecutor:
             record, made, aborted, where = ray.get(ref)
             if ledger is not None:
                 ledger.drop.remote(attempt)  # its record counts its calls
+            if record is not None:
+                self.unfinished.pop(key.id(), None)  # its record holds its lost attempts
             return Outcome(key=key, record=record, artifacts=made, aborted=aborted, where=where)
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
             # Its worker (or node) was lost: the batch loop runs the episode again. The worker
@@ -305,8 +323,10 @@ class RayExecutor:
             if worker.state == "alive":
                 worker.set("down")
                 worker.next_ping = 0.0
+            counted = self.counted(attempt)
+            self.unfinished.setdefault(key.id(), []).append(counted)
             return Outcome(key=key, record=None, lost=(type(exc).__name__, str(exc)),
-                           attempt=self.counted(attempt), where=worker.holder)
+                           attempt=counted, where=worker.holder)
 
     def counted(self, attempt: str) -> Any:
         """The lost attempt's calls as the ledger counted them (None: no ledger, or no call)."""
@@ -393,14 +413,17 @@ class RayExecutor:
             outcomes.append(Outcome(key=key, record=None, where=self.pool.workers[w].holder,
                                     lost=("HeadLost", "the Ray head node was lost"),
                                     attempt=counted.get(attempt)))
-        self.stop(self.head_lost([o.attempt for o in outcomes]))
+            self.unfinished.setdefault(key.id(), []).append(counted.get(attempt))
+        self.stop(self.head_lost())
         return outcomes
 
-    def head_lost(self, attempts: list[Any] | None = None) -> str:
-        """The line that ends a run whose head node is gone: the episodes in flight are left
-        unrecorded (their workers depended on the head's actors), to run again on resume, and
-        their calls are counted (``at least``, where only the ledger's last reading was left)."""
-        attempts = attempts or []
+    def head_lost(self) -> str:
+        """The line that ends a run whose head node is gone. Its counts are the folder's: every
+        episode this run lost an attempt of and did not finish since — those in flight at the
+        end, and those whose worker went down with the head before the probe saw it — with
+        their calls, as ``lost_attempts.jsonl`` holds them (``at least``, where only the ledger's
+        last reading was left). They run again on resume."""
+        attempts = [a for runs in self.unfinished.values() for a in runs]
         known = [a for a in attempts if a is not None]
         calls = sum(a.calls + a.in_flight_calls for a in known)
         flying = sum(a.in_flight_calls for a in known)
@@ -409,8 +432,8 @@ class RayExecutor:
                    f"{f' ({flying} in flight when lost)' if flying else ''}, in lost_attempts.jsonl"
                    if attempts else "")
         return (f"lost the Ray head node (nothing answers at its GCS address {self.watch.gcs} "
-                f"for {HEAD_MISSES * PING_S:g} s: the cluster is gone); {len(attempts)} episode(s) "
-                f"in flight were not recorded{counted}")
+                f"for {HEAD_MISSES * PING_S:g} s: the cluster is gone); {len(self.unfinished)} episode(s) "
+                f"with a lost attempt were not recorded{counted}")
 
     def stop(self, reason: str) -> None:
         self.stalled = reason

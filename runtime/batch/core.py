@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from runtime.batch import appendable
 from runtime.batch.budget import RunBudget, charged
 from runtime.episode.artifacts import Artifact, group_of, identity
 from runtime.episode.engine import lost_record
@@ -23,6 +24,7 @@ from runtime.episode.spec import RunSpec
 from runtime.llm.layer import RunAborted
 from runtime.folder.records import BAD_ANSWER, Attempt, EpisodeKey, EpisodeRecord
 from runtime.folder import lost_attempts
+from runtime.folder.durable import WriteFailed
 from runtime.folder.store import RunStore, write_json_atomic
 
 Group = tuple[Any, Any, Any]
@@ -153,6 +155,7 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     budget = RunBudget(max_cost, store.records(), carried) if max_cost is not None else None
     if budget is not None and not budget.allows(todo[0], []):
         raise budget.stopped(todo)
+    appendable.check(store)  # before anything starts: one line, exit 5, no call made
     index = ArtifactIndex(store.root)
     executor = open_executor(spec, len(todo))
     queue = deque(todo)
@@ -168,6 +171,8 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
         while (queue and not spent) or in_flight:
             held: list[EpisodeKey] = []
             scanned = 0
+            if queue and not spent and in_flight < spec.concurrency and (why := store.cannot_append()):
+                raise appendable.stop(executor, store, why, in_flight, [], lost)  # no start without it
             while queue and not spent and in_flight < spec.concurrency and scanned < window:
                 key = queue.popleft()
                 scanned += 1
@@ -210,7 +215,11 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 record = with_attempts(record, tries, outcome.where, outcome.record is not None)
                 if spec.fingerprint and record.fingerprint is None:
                     record = record.model_copy(update={"fingerprint": spec.fingerprint})
-                store.append(record)
+                try:
+                    store.append(record)
+                except WriteFailed as exc:  # its calls, and those in flight, go to lost_attempts
+                    unnoted = outcomes.index(outcome) + (outcome.record is None)  # a lost run is noted
+                    raise appendable.stop(executor, store, exc, in_flight, outcomes[unnoted:], lost) from exc
                 written.append(record)
                 if budget is not None:
                     budget.note(record)

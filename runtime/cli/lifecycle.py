@@ -112,7 +112,7 @@ def execute(runs: Sequence[Run], console: Console, finish: Callable[[], int],
 
 def write_failed(exc: WriteFailed) -> int:
     print(f"error: {scrub(str(exc))}; finished records are saved (nothing partial was left); "
-          "make room (or raise the limit) and the same command resumes", file=sys.stderr)
+          f"{exc.remedy} and the same command resumes", file=sys.stderr)
     return WRITE_FAILED
 
 

@@ -337,8 +337,10 @@ def once(option: str, ids: list[str]) -> list[str]:
     record id) again and pay for it again: refused; ``--trials`` runs a task more than once."""
     repeated = sorted({i for i in ids if ids.count(i) > 1}, key=ids.index)
     if repeated:
-        said = ", ".join(f"{i} ({ids.count(i)} times)" for i in repeated)
-        raise UsageError(f"{option} {','.join(ids)}: task {said} given more than once; give each "
+        from envs.catalogue import shown
+
+        said = ", ".join(f"{shown(i)} ({ids.count(i)} times)" for i in repeated)
+        raise UsageError(f"{option} {shown(','.join(ids))}: task {said} given more than once; give each "
                          "task once (--trials N runs each task N times; nothing was run)")
     return ids
 

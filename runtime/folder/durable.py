@@ -21,11 +21,16 @@ WRITE_FAILED = 5
 class WriteFailed(OSError):
     """A file of the run folder (or its cache) could not be written; nothing partial was left."""
 
+    remedy = "make room (or raise the limit)"
+    """What the one line tells the user to do before the same command resumes."""
+
     def __init__(self, path: Path | str, cause: BaseException):
         why = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
         super().__init__(getattr(cause, "errno", None), f"cannot write {path}: {why}")
         self.path = Path(path)
         self.why = why
+        if getattr(cause, "errno", None) in (errno.EPERM, errno.EACCES, errno.EROFS, errno.EISDIR):
+            self.remedy = "make it writable (permissions, `chattr -i`, a read-write mount)"
 
     def __str__(self) -> str:
         return self.strerror or ""
@@ -53,7 +58,10 @@ def odd_kind(path: Path) -> str | None:
 
 def append_whole(path: Path, data: bytes) -> None:
     """Append ``data`` to ``path`` and fsync it, or leave ``path`` as it was."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:  # immutable, read-only, a directory: nothing was written
+        raise WriteFailed(path, exc) from exc
     try:
         size = os.fstat(fd).st_size
         try:

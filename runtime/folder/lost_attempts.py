@@ -66,7 +66,7 @@ def _read(root: Path) -> tuple[list[tuple[str, Attempt]], list[int]]:
             continue
         try:
             data = json.loads(raw.decode("utf-8"))
-            if not isinstance(data, dict) or integrity.FIELD not in data or integrity.problem(data):
+            if not isinstance(data, dict) or not integrity.has_digest(data) or integrity.problem(data):
                 raise ValueError("unsealed or altered")
             good.append((str(data["record_id"]), Attempt.model_validate(data["attempt"])))
         except (ValueError, KeyError, TypeError):

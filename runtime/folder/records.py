@@ -5,6 +5,7 @@ Records are the unit of resumption: a finished record is never run again under t
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat
@@ -143,6 +144,27 @@ class EpisodeRecord(BaseModel):
         default=None, description="SHA-256 of the record's canonical JSON without this field "
         "(runtime.folder.integrity), set when the line is written; absent in records written "
         "before digests.")
+
+
+SCORE_RANGES = {"reward": (0.0, 1.0), "similarity": (0.0, 1.0)}
+"""Each environment's score by its name, and where it lies: τ² and τ³ reward (a product of
+components in [0, 1]), ToolSandbox similarity. A record whose score is outside it was not
+written by the runtime; a score of another name (a synthetic benchmark's) need only be finite."""
+
+
+def score_problem(record: EpisodeRecord) -> str | None:
+    """Why ``record``'s score cannot be counted, whatever its digest says (a resealed edit, a
+    bug): NaN, infinite, outside its environment's range (``SCORE_RANGES``), or missing from an
+    ``ok`` episode; None when it is sound (an errored episode has none)."""
+    score = record.score
+    if score is None:
+        return "score: missing from an ok episode" if record.status == "ok" else None
+    if math.isnan(score):
+        return "score: NaN, not a number"
+    low, high = SCORE_RANGES.get(record.score_name or "", (-math.inf, math.inf))
+    if math.isinf(score) or not low <= score <= high:
+        return f"score: {score!r} is outside the environment's range [{low:g}, {high:g}]"
+    return None
 
 
 def lost_attempts(record: EpisodeRecord) -> list[Attempt]:

@@ -22,7 +22,7 @@ from runtime.folder.integrity import sealed_line
 from runtime.folder.durable import WriteFailed, append_whole, odd_kind, replace_whole
 from runtime.folder.lock import LOCK_FILE
 from runtime.folder.lost_attempts import FILE as LOST_ATTEMPTS
-from runtime.folder.records import EpisodeRecord
+from runtime.folder.records import EpisodeRecord, score_problem
 from runtime.folder.scrub import scrub, scrub_data
 
 RECORDS = "records.jsonl"
@@ -108,7 +108,11 @@ class RunStore:
         """Line numbers of records without a digest where the folder's records carry one."""
         self.legacy = 0
         """Records read as they are: written before records carried digests."""
+        self.moved_start: tuple[int, int] | None = None
+        """(run.json's ``sealed_from_line``, where the records' digests say the chain began) when
+        the first is later: run.json was edited, and the records' start is used."""
         self._tail_checked = False
+        self._start: int | None = None
 
     def _terminate_torn_tail(self) -> str:
         """A crash mid-append leaves a line without its newline; end it so it stays one bad
@@ -121,11 +125,39 @@ class RunStore:
 
     # -- records -------------------------------------------------------------------------
     def append(self, record: EpisodeRecord) -> None:
-        line = sealed_line(scrub(record.model_dump_json())) + "\n"  # digest of what is written
+        line = sealed_line(scrub(record.model_dump_json()), self._chain_start()) + "\n"  # what is written
         with self._append_lock:
             tail = "" if self._tail_checked else self._terminate_torn_tail()
             append_whole(self.records_path, (tail + line).encode("utf-8"))  # whole, or not at all
             self._tail_checked = True
+
+    def _chain_start(self) -> int:
+        """The ``sealed_from_line`` every new line's digest binds: run.json's (set when the
+        folder is first opened, ``note_invocation``), 1 where there is none."""
+        if self._start is None:
+            marked = _run_info_field(self.root, SEALED_FROM)
+            if not (isinstance(marked, int) and not isinstance(marked, bool) and marked >= 1):
+                return 1
+            self._start = marked
+        return self._start
+
+    def cannot_append(self) -> OSError | None:
+        """Why a record could not be appended to ``records.jsonl`` now (immutable, read-only,
+        replaced by a directory, its folder gone), or None: the file is opened for appending
+        (created and removed again where it does not exist yet) and nothing is written. Asked
+        before every episode starts (``runtime.batch.appendable``)."""
+        try:
+            if kind := odd_kind(self.records_path):
+                raise IsADirectoryError(f"{self.records_path} is {kind}")
+            if self.records_path.exists():
+                os.close(os.open(self.records_path, os.O_WRONLY | os.O_APPEND))
+            else:
+                probe = self.root / f".append-check.{os.getpid()}"
+                os.close(os.open(probe, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+                probe.unlink()
+        except OSError as exc:
+            return exc
+        return None
 
     def records(self) -> list[EpisodeRecord]:
         """Every record, later records for the same key superseding earlier ones."""
@@ -139,10 +171,12 @@ class RunStore:
         """Read bytes and split lines before decoding: a line torn inside a multi-byte UTF-8
         character (or any bytes that are not UTF-8, or not a record) is one skipped line, noted
         with its number and why in ``skipped`` and ``why``, never an error that stops the
-        reader. A line without a digest counts only where it was written before records carried
-        digests (``sealed_from``); else it is noted in ``unsealed``."""
+        reader. A line without a digest (``null`` included) counts only where it was written
+        before records carried digests (``sealed_from``); else it is noted in ``unsealed``. A
+        score that is not a sound number (``records.score_problem``) is skipped whatever the
+        digest says."""
         self.torn_lines, self.skipped, self.why = 0, [], {}
-        self.altered, self.unsealed, self.legacy = [], [], 0
+        self.altered, self.unsealed, self.legacy, self.moved_start = [], [], 0, None
         if not self.records_path.exists():
             return
         parsed: list[tuple[int, Any]] = []
@@ -154,39 +188,57 @@ class RunStore:
                     parsed.append((number, json.loads(raw.decode("utf-8"))))
                 except ValueError as exc:  # UnicodeDecodeError included
                     self._skip(number, integrity.unreadable(exc))
-        start = self.sealed_from(parsed)
+        failing = {n for n, d in parsed if isinstance(d, dict) and integrity.problem(d)}
+        start = self.sealed_from(parsed, failing)
         for number, data in parsed:
             if not isinstance(data, dict):
                 self._skip(number, "not a record (a JSON object)")
                 continue
-            if integrity.FIELD not in data:
+            if not integrity.has_digest(data):
                 if start is not None and number >= start:
                     self.unsealed.append(number)
                     continue
                 self.legacy += 1
-            elif integrity.problem(data):
+            elif number in failing:
                 self.altered.append(number)
                 continue
             try:
-                yield EpisodeRecord.model_validate(data)
+                record = EpisodeRecord.model_validate(data)
             except ValidationError as exc:
                 self._skip(number, integrity.invalid(exc))
+                continue
+            if why := score_problem(record):
+                self._skip(number, why)
+                continue
+            yield record
 
     def _skip(self, number: int, why: str) -> None:
         self.torn_lines += 1
         self.skipped.append(number)
         self.why[number] = why
 
-    def sealed_from(self, parsed: list[tuple[int, Any]]) -> int | None:
-        """The first line of ``records.jsonl`` that must carry a digest: ``run.json`` says
-        where this runtime began writing the folder; where it does not (run.json absent, or
-        written before it said so), every line once any line carries one; None: no line
-        needs one (the folder was written before digests)."""
+    def sealed_from(self, parsed: list[tuple[int, Any]], failing: set[int]) -> int | None:
+        """The first line of ``records.jsonl`` that must carry a digest: where ``run.json``
+        says this runtime began writing the folder, unless the records say the chain began
+        earlier — a digest binds that line (``integrity.bound_start``), and a line that carries
+        a sound digest was written by a sealing runtime — then there, the move named in
+        ``moved_start``. Where run.json does not say (absent, or written before it did): the
+        records' own start, or every line once any line carries a digest; None: no line needs
+        one (the folder was written before digests)."""
         marked = _run_info_field(self.root, SEALED_FROM)
-        if isinstance(marked, int) and not isinstance(marked, bool):
-            return max(marked, 1)
-        sealed = any(isinstance(d, dict) and integrity.FIELD in d for _, d in parsed)
-        return 1 if sealed else None
+        marked = max(marked, 1) if isinstance(marked, int) and not isinstance(marked, bool) else None
+        sound = [(n, d) for n, d in parsed if isinstance(d, dict) and integrity.has_digest(d)
+                 and n not in failing]
+        said = [s for _, d in sound if (s := integrity.bound_start(d)) is not None]
+        evidence = min([*said, *(n for n, _ in sound)], default=None)
+        if marked is None:
+            if said:
+                return min(said)
+            return 1 if any(isinstance(d, dict) and integrity.has_digest(d) for _, d in parsed) else None
+        if evidence is not None and evidence < marked:
+            self.moved_start = (marked, evidence)
+            return evidence
+        return marked
 
     def skipped_note(self) -> str | None:
         """One line naming the file and the line numbers the last read skipped (unreadable,
@@ -205,6 +257,11 @@ class RunStore:
                          "though the folder's records do (edited, or copied in by hand), and do "
                          f"not count (line{'s' if len(self.unsealed) > 1 else ''} "
                          f"{_shown(self.unsealed, 50)})")
+        if self.moved_start:
+            marked, begun = self.moved_start
+            notes.insert(0, f"{self.root / RUN_INFO} says the records' digests begin at line {marked}, "
+                            f"but the records were sealed from line {begun} (run.json was edited): "
+                            f"line {begun} on is held to its digests")
         return "; ".join(notes) or None
 
     def legacy_note(self) -> str | None:

@@ -80,6 +80,8 @@ class Export:
 
     written: list[Path] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What a user should know before opening the files elsewhere (one line each)."""
 
     def leave_out(self, what: str) -> None:
         if what not in self.left_out:
@@ -120,15 +122,21 @@ def read_folder(path: Path) -> Folder:
     if note := store.skipped_note():
         left_out.append(note)
     try:
-        settings = known_settings(read_run_info(path))
+        info = read_run_info(path)
+        settings = known_settings(info)
+        if info is None:
+            left_out.append(f"the run's settings (models, seed, max steps): {Path(path) / 'run.json'} "
+                            "does not exist, so no file holds them")
     except RunInfoError as exc:
         settings = {}
         left_out.append(f"the run's settings (models, seed, max steps): {exc}")
     return Folder(Path(path), records, settings, left_out)
 
 
-def out_dir_problem(out: Path, run: Path) -> str | None:
-    """Why ``out`` cannot take the export (None when it can; it is created if absent)."""
+def out_dir_problem(out: Path, run: Path, force: bool = False) -> str | None:
+    """Why ``out`` cannot take the export (None when it can; it is created if absent). A folder
+    that already holds files is refused unless ``force`` (``clear`` then empties it): old files
+    beside the new ones would be read with them (``tau2 submit prepare DIR`` takes every file)."""
     out, run = Path(out), Path(run)
     if out.exists() and not out.is_dir():
         return "it is a file; give a folder"
@@ -140,7 +148,35 @@ def out_dir_problem(out: Path, run: Path) -> str | None:
         return "it is inside the run folder, which an export never changes; give a folder outside it"
     if not out.exists() and not out.parent.is_dir():
         return f"folder {out.parent} does not exist"
+    if out.is_dir() and (held := old_files(out)):
+        if (out / "records.jsonl").exists():
+            return "it is a run folder; give an empty or new folder"
+        if not force:
+            return (f"it already holds {len(held)} file(s), which would be read with the export's "
+                    "(a later `tau2 submit prepare DIR` takes every file); give an empty or new "
+                    "folder, or --force to remove them first")
     return None
+
+
+def old_files(out: Path) -> list[Path]:
+    """The files under ``out`` (at any depth)."""
+    try:
+        return [p for p in Path(out).rglob("*") if not p.is_dir()]
+    except OSError:
+        return []
+
+
+def clear(out: Path) -> int:
+    """Empty ``out`` (``--force``) and say how many files went."""
+    import shutil
+
+    gone = len(old_files(out))
+    for entry in Path(out).iterdir() if Path(out).is_dir() else []:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return gone
 
 
 def write_json_file(path: Path, text: str) -> Path:

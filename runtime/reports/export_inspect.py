@@ -3,9 +3,12 @@ domain, mode, critique strategy, tested model), one sample per episode, written 
 own log types (``EvalLog``, ``write_eval_log``) so ``inspect_ai.log.read_eval_log`` reads them
 and ``inspect view`` shows them.
 
-A sample is an episode: its id the task, its epoch the trial (from 1), its input the opening
-request, its messages the conversation (a simulated user's tool call, which inspect's user
-message cannot hold, is written into that message's text), its score the benchmark's own, and
+A sample is an episode: its id the task (a number where every task id of the arm is one, so
+samples sort 2 before 10), its epoch the trial (from 1), its input the opening request, its
+messages the conversation (a simulated user's tool call, which inspect's user message cannot
+hold, is written into that message's text), its events the same conversation as inspect's
+transcript shows it (a model event per agent turn, a tool event per tool result, the score), its
+score the benchmark's own, and
 as metadata what only this runtime has: p0, the critique (grade, E1–E6, rationale), what the
 leak guard did, p1, the plan judge's verdicts, the provenance audit's unexplained values,
 tokens and cost. An errored episode is a sample with its error and no score. The target is left
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from runtime.folder.records import EpisodeRecord
 from runtime.reports import episode_view
@@ -64,6 +67,31 @@ def _messages(record: EpisodeRecord) -> list[Any]:
     return out
 
 
+def events(record: EpisodeRecord, key: ArmKey, messages: list[Any], scores: Optional[dict]) -> list[Any]:
+    """The conversation as inspect's transcript shows it: each agent turn a model event (the
+    conversation so far in, the turn out), each tool result a tool event, then the score."""
+    from inspect_ai.event import ModelEvent, ScoreEvent, ToolEvent
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, GenerateConfig, ModelOutput
+
+    out: list[Any] = []
+    calls: dict[str, Any] = {}
+    stamp = record.started_at
+    for i, message in enumerate(messages):
+        if isinstance(message, ChatMessageAssistant):
+            out.append(ModelEvent(model=key.model, role="executor", input=messages[:i], tools=[], tool_choice="auto",
+                                  config=GenerateConfig(), output=ModelOutput.from_message(message),
+                                  timestamp=stamp))
+            calls.update({c.id: c for c in message.tool_calls or []})
+        elif isinstance(message, ChatMessageTool):
+            call = calls.get(message.tool_call_id or "")
+            out.append(ToolEvent(id=message.tool_call_id or "", function=message.function or "",
+                                 arguments=call.arguments if call else {}, result=message.text,
+                                 timestamp=stamp))
+    for score in (scores or {}).values():
+        out.append(ScoreEvent(score=score, timestamp=record.finished_at))
+    return out
+
+
 def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -93,7 +121,7 @@ def metadata(record: EpisodeRecord, key: ArmKey) -> dict[str, Any]:
     }
 
 
-def sample(record: EpisodeRecord, key: ArmKey) -> Any:
+def sample(record: EpisodeRecord, key: ArmKey, numeric: bool = False) -> Any:
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ModelUsage
     from inspect_ai.scorer import Score
@@ -108,9 +136,11 @@ def sample(record: EpisodeRecord, key: ArmKey) -> Any:
     if record.error is not None:
         error = EvalError(message=f"{record.error.stage}: {record.error.type}: {record.error.message}",
                           traceback="", traceback_ansi="")
+    messages = _messages(record)
     return EvalSample(
-        id=record.key.task_id, epoch=record.key.trial + 1, input=record.opening_request or "", target="",
-        messages=_messages(record), scores=scores, metadata=metadata(record, key), error=error,
+        id=int(record.key.task_id) if numeric else record.key.task_id, epoch=record.key.trial + 1,
+        input=record.opening_request or "", target="", messages=messages, scores=scores,
+        events=events(record, key, messages, scores), metadata=metadata(record, key), error=error,
         model_usage={key.model: ModelUsage(input_tokens=prompt, output_tokens=completion,
                                            total_tokens=prompt + completion, total_cost=cost)},
         started_at=record.started_at, completed_at=record.finished_at)
@@ -121,7 +151,8 @@ def eval_log(key: ArmKey, records: list[EpisodeRecord], folder: Folder) -> Any:
                                 EvalStats)
     from inspect_ai.model import ModelUsage
 
-    samples = [sample(r, key) for r in records]
+    numeric = all(r.key.task_id.isdigit() for r in records)
+    samples = [sample(r, key, numeric) for r in records]
     scored = [r.score for r in records if r.status == "ok" and r.score is not None]
     started = min((r.started_at for r in records), default=_now())
     finished = max((r.finished_at for r in records), default=started)
@@ -150,13 +181,15 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def export(folder: Folder, out: Path) -> Export:
-    """One ``.eval`` log per arm of ``folder`` under ``out``."""
+def export(folder: Folder, out: Path, arms: Optional[Callable[[ArmKey], bool]] = None) -> Export:
+    """One ``.eval`` log per arm of ``folder`` (those ``arms`` accepts) under ``out``."""
     from inspect_ai.log import write_eval_log
 
     done = Export(left_out=list(folder.left_out))
     Path(out).mkdir(parents=True, exist_ok=True)
     for key, records in folder.arms().items():
+        if arms is not None and not arms(key):
+            continue
         path = Path(out) / f"{key.file_stem()}.eval"
         tmp = path.with_name(f".{path.name}.tmp.eval")
         write_eval_log(eval_log(key, records, folder), str(tmp), format="eval")

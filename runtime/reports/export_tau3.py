@@ -2,9 +2,13 @@
 environment, domain and arm, in the schema of the release's ``Results`` (tau2-bench 1.0.1,
 ``tau2.data_model.simulation``): ``info`` (agent, user simulator, domain policy, trials, seed),
 ``tasks`` (the task definitions the episodes ran), and ``simulations`` (each episode's messages
-with tool calls and results, termination reason, reward info, trial, seed, costs). The release's
-``tau2 view`` shows them, ``tau2 evaluate-trajs`` re-scores them (``--fresh-tasks``: against its
-current tasks), and ``tau2 submit prepare`` checks them for the leaderboard.
+with tool calls and results, termination reason, reward info, trial, seed, costs). Each file is
+``DIR/<env.domain.arm.model>/results.json``, the layout the release's ``tau2 view --dir DIR``
+lists; ``tau2 evaluate-trajs`` re-scores them (``--fresh-tasks``: against its current tasks),
+and ``tau2 submit prepare DIR`` checks them for the leaderboard. An arm whose critic saw the
+hidden supervision is written only when asked for by name (``arms``), and then says so inside,
+in fields the release's loader keeps (``info.agent_info.implementation``, each simulation's
+``info``).
 
 Written from the records alone; nothing of the release is imported here. The task definitions
 come from the environment that ran the episodes: τ²'s from the wheel installed beside the
@@ -43,8 +47,12 @@ AGENT_PURPOSES = ("planner", "executor", "reviser", "critic", "self-critic")
 """The calls that make up the submitted agent (the scaffold, its critic included); the user
 simulator's calls are the user's cost; the plan judge, leak auditor and NL judge evaluate."""
 
+RESULTS = "results.json"
+"""The name of each arm's file, in a folder of its own: the release lists ``<dir>/<run>/results.json``."""
+
 TaskDefs = dict[str, dict[str, Any]]
-"""domain → {"tasks": [Task JSON], "base": [ids], "policy": str} or {"missing": why}."""
+"""domain → {"tasks": [Task JSON], "base": [ids], "policy": str, "user_guidelines": str} or
+{"missing": why}."""
 
 
 # ---- the task definitions ----------------------------------------------------------------------
@@ -62,10 +70,21 @@ def tau2_definitions(domains: list[str], ids: dict[str, set[str]]) -> TaskDefs:
             policy, _ = tasks.policy_and_tools(domain)
             dumped = [tasks.task(domain, t).model_dump(mode="json") for t in sorted(ids[domain])]
             out[domain] = {"tasks": dumped, "base": list(tasks.splits(domain).get("base") or []),
-                           "policy": policy}
+                           "policy": policy, "user_guidelines": user_guidelines()}
         except Exception as exc:  # noqa: BLE001 - a domain whose tasks cannot be read is named
             out[domain] = {"missing": f"{type(exc).__name__}: {str(exc)[:200]}"}
     return out
+
+
+def user_guidelines() -> str | None:
+    """The user simulator's global guidelines as the release writes them into ``user_info``
+    (the text guidelines, as ``tau2 run`` records them), from the τ² beside the runtime."""
+    try:
+        from tau2.user.user_simulator import get_global_user_sim_guidelines
+
+        return get_global_user_sim_guidelines()
+    except Exception:  # noqa: BLE001 - a wheel without them: the field stays empty
+        return None
 
 
 def tau3_definitions(domains: list[str], ids: dict[str, set[str]] | None = None,
@@ -160,6 +179,8 @@ def simulation(record: EpisodeRecord, key: ArmKey, reward_info: Optional[dict] =
                "plan_executed": record.p1 if record.p1 is not None else record.p0,
                "score": record.score, "breakdown": record.breakdown,
                "agent_tokens": {"prompt": prompt, "completion": completion}}
+    if key.saw_supervision:
+        runtime["leaderboard"] = "not eligible: " + LEADERBOARD_RULE
     if record.termination and record.termination not in TERMINATIONS:
         runtime["termination"] = record.termination
     if ungraded := (record.score_info or {}).get("ungraded"):
@@ -172,6 +193,21 @@ def simulation(record: EpisodeRecord, key: ArmKey, reward_info: Optional[dict] =
 
 
 # ---- one results file per arm ------------------------------------------------------------------
+
+NL_JUDGE_NOTE = ("the release grades them with an LLM judge (gpt-4.1 by default), so `tau2 evaluate-trajs` "
+                 "needs that judge's key (OPENAI_API_KEY) to re-score them, and exits 1 without it")
+
+
+def _with_nl_assertions(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The simulations of ``data`` whose task's reward has NL assertions to judge (the task has
+    some, and its reward basis names them: airline's tasks carry some that no reward reads)."""
+    asserted = set()
+    for task in data["tasks"]:
+        criteria = task.get("evaluation_criteria") or {}
+        if criteria.get("nl_assertions") and "NL_ASSERTION" in (criteria.get("reward_basis") or []):
+            asserted.add(task.get("id"))
+    return [s for s in data["simulations"] if s["task_id"] in asserted]
+
 
 def _role(settings: dict[str, Any], role: str) -> tuple[Optional[str], Optional[dict]]:
     spec = (settings.get("models") or {}).get(role) or {}
@@ -195,7 +231,8 @@ def results(key: ArmKey, records: list[EpisodeRecord], settings: dict[str, Any],
             "num_trials": max((r.key.trial for r in records), default=-1) + 1,
             "max_steps": int(settings.get("max_steps") or 0),
             "max_errors": MAX_ERRORS,
-            "user_info": {"implementation": "user_simulator", "llm": user_llm or None, "llm_args": user_args},
+            "user_info": {"implementation": "user_simulator", "llm": user_llm or None, "llm_args": user_args,
+                          "global_simulation_guidelines": defs.get("user_guidelines")},
             "agent_info": {"implementation": f"exec-validation-runtime {key.label}{mark}",
                            "llm": agent_llm or key.model, "llm_args": agent_args},
             "environment_info": {"domain_name": key.domain, "policy": defs.get("policy", "")},
@@ -215,9 +252,16 @@ def results(key: ArmKey, records: list[EpisodeRecord], settings: dict[str, Any],
 def export(folder: Folder, out: Path, arms: Optional[Callable[[ArmKey], bool]] = None,
            defs_of: Callable[[str, list[str], dict[str, set[str]]], TaskDefs] = definitions,
            rewards: Optional[dict[str, dict]] = None, suffix: str = "") -> Export:
-    """Write one results file per arm of ``folder`` (those ``arms`` accepts) under ``out``."""
+    """Write one results file per arm of ``folder`` (those ``arms`` accepts: by default every arm
+    but those whose critic saw the supervision, named as left out) under ``out``."""
     done = Export(left_out=list(folder.left_out))
     groups = {k: v for k, v in folder.arms().items() if arms is None or arms(k)}
+    if arms is None:
+        for k in [k for k in groups if k.saw_supervision and k.env in ENVS]:
+            done.leave_out(f"{k.env}/{k.domain}/{k.label}: its critic saw the hidden supervision, so it is "
+                           f"not written as a τ-bench results file ({LEADERBOARD_RULE}); write it for "
+                           f"viewing with --arm {k.label}")
+            del groups[k]
     other = sorted({k.env for k in groups if k.env not in ENVS})
     if other:
         n = sum(len(v) for k, v in groups.items() if k.env not in ENVS)
@@ -253,6 +297,11 @@ def export(folder: Folder, out: Path, arms: Optional[Callable[[ArmKey], bool]] =
             done.leave_out(f"{k.env}/{k.domain}/{k.label}: the run's settings (models, seed, max steps) are "
                            "unknown; info holds the tested model only")
         data = results(k, whole, settings, domain_defs, rewards)
-        path = Path(out) / f"{k.file_stem()}{suffix}.json"
+        judged = _with_nl_assertions(data)
+        if judged:
+            tasks = sorted({s["task_id"] for s in judged}, key=lambda t: (len(t), t))
+            done.notes.append(f"{k.env}/{k.domain}/{k.label}: {len(judged)} episode(s) (task(s) {', '.join(tasks[:5])}"
+                              f"{', …' if len(tasks) > 5 else ''}) have NL assertions: " + NL_JUDGE_NOTE)
+        path = Path(out) / f"{k.file_stem()}{suffix}" / RESULTS
         done.written.append(write_json_file(path, json.dumps(data, indent=1, ensure_ascii=False)))
     return done
