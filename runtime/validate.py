@@ -159,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args)
         if args.target_mde is not None and not args.target_mde > 0:
             raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
+        asked = config  # --margin / --max-trials as given (None: not given), before defaults
         config = until_decided_settings(config, args.target_mde, args.trials)
         if args.dry_run:
             return dry_run(config, args.target_mde)
@@ -171,6 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         console = Console(stderr=False)
         run = build_run(config, console.print)
+        if config.until_decided:  # before any episode: the settings fixed at the first look win
+            from runtime.cli.waves import fixed_settings
+
+            run = fixed_settings(run, margin=asked.margin, max_trials=asked.max_trials)
 
         def finish() -> int:
             records = write_summary(run, console)
@@ -205,7 +210,15 @@ def until_decided_settings(config: RunConfig, target: float | None, trials: int 
         if value is not None:
             raise UsageError(f"{option} with --until-decided: the run sizes itself; give --max-trials "
                              "for the most trials per task and mode")
+    from runtime.stats.sequential import SHOWN_WAVES
+
+    if config.max_trials is not None and config.max_trials > SHOWN_WAVES:
+        raise UsageError(f"--max-trials {config.max_trials}: --until-decided's type-I error has been "
+                         f"shown up to {SHOWN_WAVES} waves (bench/SEQUENTIAL.md); accepted: 1 to "
+                         f"{SHOWN_WAVES}")
+    # --max-trials given: the last look is known, and an α-spending boundary spends α over it
     return config.model_copy(update={"max_trials": config.max_trials or MAX_TRIALS,
+                                     "planned_looks": config.planned_looks or config.max_trials,
                                      "margin": config.margin or DEFAULT_MARGIN,
                                      "trials": config.max_trials or MAX_TRIALS})
 
@@ -287,7 +300,7 @@ def dry_run(config: RunConfig, target: float | None) -> int:
         from runtime.cli.waves import dry_run_lines
 
         for line in dry_run_lines(config.env, tasks, modes, config.max_trials, config.margin, cost,
-                                  paper_effect(config.env)):
+                                  paper_effect(config.env), looks=config.planned_looks):
             print(line)
     return 0
 

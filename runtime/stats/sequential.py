@@ -26,8 +26,16 @@ over individual episodes (what the libraries implement) would take every trial f
 information and shrink towards the task set's own mean, not the population's: with a task × arm
 term it claims effects that another task sample would not show. ``I_w`` is estimated by the
 clustered standard error of the report's own interval (``Var D(w)`` over the tasks present), so
-the sequence is valid as the number of tasks grows, not exactly at 20 — bench/sequential_calibration.py
-measures its type-I error where it is used.
+the sequence is valid as the number of tasks grows; at 10–30 tasks a z boundary over an
+estimated variance claims effects too often (7.3 % at 10 tasks × 40 waves, 7.5 % at 20 × 200), so
+every boundary is read as a Student-t one with tasks − 1 degrees of freedom at the same tail
+probability (``runtime.stats.spending.small_sample``). bench/sequential_calibration.py measures
+the type-I error and coverage where it is used; the CLI refuses the designs it has not shown
+(``SHOWN_TASKS``, ``SHOWN_WAVES``).
+
+With a known last look (``looks``) the boundary is instead ``runtime.stats.spending``'s
+α-spending one over those looks, on (1 − RESERVE) of α; waves past them continue on this
+time-uniform sequence at the RESERVE share, so a resume that runs longer stays valid.
 
 Pure arithmetic: numpy arrays with any leading batch axes, so the calibration's 10,000 simulated
 experiments go through the code a run uses.
@@ -51,6 +59,12 @@ TUNED_AT = 2.0
 """The sequence is tuned for an effect of this many margins (+0.06 at the default margin: the
 middle of the paper's +0.03 … +0.07); bench/sequential_calibration.py chose it over 1 and 4
 (fewer expected episodes at the paper's effects, the same type-I error)."""
+
+SHOWN_TASKS = 10
+"""The fewest tasks at which bench/sequential_calibration.py has shown the type-I error ≤ 5 %
+(with a look after every wave); fewer is refused before any episode runs."""
+SHOWN_WAVES = 200
+"""The most waves shown (at SHOWN_TASKS tasks and up); more is refused."""
 
 EFFECT = "effect"
 NO_EFFECT = "no effect of interest"
@@ -104,9 +118,35 @@ class Sequence:
     """Var D(w) as estimated (the clustered standard error squared, floored)."""
 
 
-def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) -> Sequence:
+def z_boundary(variance, waves, *, margin: float, alpha: float = ALPHA, looks: int | None = None,
+               family: str = "obrien-fleming", rho: float | None = None):
+    """The boundary in standard errors at every wave (before the small-sample reading):
+    time-uniform (``looks`` None) or α-spending over ``looks`` waves with the rest time-uniform."""
+    v = np.asarray(variance, dtype=float)
+    w = np.broadcast_to(np.asarray(waves), v.shape)
+    safe = np.where(np.isfinite(v) & (v > 0), v, 1.0)
+
+    def uniform(level):
+        return half_width(safe, rho or mixture_precision(margin), level) / np.sqrt(safe)
+
+    if looks is None:
+        return uniform(alpha)
+    from runtime.stats.spending import RESERVE, boundary
+
+    planned = np.asarray(boundary(int(looks), alpha * (1 - RESERVE), family))
+    inside = w <= looks
+    return np.where(inside, planned[np.clip(w, 1, looks) - 1], uniform(alpha * RESERVE))
+
+
+def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA,
+             looks: int | None = None, family: str = "obrien-fleming",
+             rho: float | None = None) -> Sequence:
     """The confidence sequence of Δ after each wave, from ``(..., tasks, waves)`` paired
-    differences (treatment − control, each in [−1, 1]; NaN where a pair is incomplete)."""
+    differences (treatment − control, each in [−1, 1]; NaN where a pair is incomplete);
+    ``looks``: the planned last wave of an α-spending boundary (None: time-uniform); ``rho``:
+    the mixture's precision as recorded at the first look (default: from ``margin``)."""
+    from runtime.stats.spending import small_sample
+
     means, _ = task_means(differences)  # (..., tasks, waves)
     n = np.sum(~np.isnan(means), axis=-2)
     waves = np.arange(1, means.shape[-1] + 1)
@@ -116,8 +156,10 @@ def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) ->
         spread = np.nansum((means - np.expand_dims(estimate, -2)) ** 2, axis=-2) / np.maximum(n - 1, 1)
     spread = np.maximum(spread, floor_variance(n, waves))
     variance = np.where(n >= 2, spread / np.maximum(n, 1), np.inf)
-    half = np.where(np.isfinite(variance), half_width(np.where(np.isfinite(variance), variance, 1.0),
-                                                      mixture_precision(margin), alpha), np.inf)
+    finite = np.isfinite(variance)
+    z = small_sample(z_boundary(variance, waves, margin=margin, alpha=alpha, looks=looks,
+                                family=family, rho=rho), n)
+    half = np.where(finite, z * np.sqrt(np.where(finite, variance, 1.0)), np.inf)
     # Δ of scores in [0, 1] lies in [−1, 1]: the sequence clipped there is as valid and readable
     return Sequence(estimate, np.maximum(estimate - half, -1.0), np.minimum(estimate + half, 1.0), n, variance)
 
@@ -157,6 +199,7 @@ class Decision:
     tasks: int
     margin: float
     alpha: float
+    method: str = ""
 
     def as_dict(self) -> dict:
         def number(x: float) -> float | None:  # JSON has no NaN: no estimate yet is None
@@ -166,11 +209,11 @@ class Decision:
                 "delta": number(self.estimate), "low": number(self.low), "high": number(self.high),
                 "tasks": self.tasks,
                 "margin": self.margin, "alpha": self.alpha,
-                "method": "normal-mixture confidence sequence in information time (Howard et al. "
-                          "2021), tasks the cluster, read after every wave"}
+                "method": self.method or method(None)}
 
 
-def decide(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) -> Decision:
+def decide(differences: np.ndarray, *, margin: float, alpha: float = ALPHA, looks: int | None = None,
+           family: str = "obrien-fleming", rho: float | None = None) -> Decision:
     """One comparison's decision from its ``(tasks, waves)`` paired differences: the first wave
     whose sequence decides, and the sequence there (else at the last wave)."""
     d = np.asarray(differences, dtype=float)
@@ -178,8 +221,20 @@ def decide(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) -> D
         raise ValueError(f"need (tasks, waves) differences, got shape {d.shape}")
     if d.shape[1] == 0:
         return Decision(UNDECIDED, None, 0, math.nan, -math.inf, math.inf, 0, margin, alpha)
-    seq = sequence(d, margin=margin, alpha=alpha)
+    seq = sequence(d, margin=margin, alpha=alpha, looks=looks, family=family, rho=rho)
     wave, code = first_decision(decisions(seq.low, seq.high, margin))
     at = int(wave) - 1 if wave else d.shape[1] - 1
     return Decision(WORDS[int(code)], int(wave) or None, d.shape[1], float(seq.estimate[at]),
-                    float(seq.low[at]), float(seq.high[at]), int(seq.tasks[at]), margin, alpha)
+                    float(seq.low[at]), float(seq.high[at]), int(seq.tasks[at]), margin, alpha,
+                    method(looks, family))
+
+
+def method(looks: int | None, family: str = "obrien-fleming") -> str:
+    """The boundary in words, as summary.json and the report name it."""
+    small = "read as Student-t with tasks − 1 degrees of freedom; tasks the cluster, read after every wave"
+    if looks is None:
+        return f"normal-mixture confidence sequence in information time (Howard et al. 2021), {small}"
+    from runtime.stats.spending import RESERVE
+
+    return (f"α-spending boundary over {looks} waves (Lan–DeMets, {family}) on {1 - RESERVE:.0%} of α, "
+            f"the rest to a time-uniform sequence past wave {looks}; {small}")
