@@ -49,9 +49,17 @@ class Experiments:
         return np.where(self.treated_error, 0.0, self.treated) - np.where(self.control_error, 0.0, self.control)
 
 
+def _column(value, experiments: int | None):
+    """A per-experiment setting as an (experiments, 1, 1) array (a scalar stays a scalar)."""
+    value = np.asarray(value, dtype=float)
+    return value if value.ndim == 0 or experiments is None else value.reshape(experiments, 1, 1)
+
+
 def _probabilities(rng, shape, *, mean, icc, shift, arm_sd, scale):
+    experiments = shape[0] if len(shape) == 3 else None
+    mean, icc, arm_sd = (_column(v, experiments) for v in (mean, icc, arm_sd))
     concentration = 1 / icc - 1
-    base = rng.beta(mean * concentration, (1 - mean) * concentration, size=shape)
+    base = rng.beta(np.broadcast_to(mean * concentration, shape), np.broadcast_to((1 - mean) * concentration, shape))
     if scale == "probability":
         t = np.clip(base + shift / 2 + arm_sd * rng.standard_normal(shape), 0, 1)
         c = np.clip(base - shift / 2 + arm_sd * rng.standard_normal(shape), 0, 1)
@@ -80,6 +88,7 @@ def simulate(rng: np.random.Generator, experiments: int, tasks: int, waves: int,
     pt, pc = _probabilities(rng, (experiments, tasks, 1), mean=mean, icc=icc, shift=shift,
                             arm_sd=arm_sd, scale=scale)
     size = (experiments, tasks, waves)
+    error_rate = _column(error_rate, experiments)
     t = (rng.random(size) < pt).astype(np.float32)
     c = (rng.random(size) < pc).astype(np.float32)
     if errors == "random":

@@ -62,7 +62,10 @@ def fixed_settings(run: Run, *, margin: float | None, max_trials: int | None) ->
                          f"{SHOWN_TASKS} tasks or more (--tasks)")
     recorded = recorded_settings(run.out)
     if recorded is None:
-        return run
+        from runtime.stats.sequential import planned_looks
+
+        looks = planned_looks(len(run.spec.task_ids), getattr(run.config, "planned_looks", None))
+        return replace(run, config=run.config.model_copy(update={"planned_looks": looks}))
     refuse_changes(recorded, margin=margin, comparisons=planned(run_arms(run)))
     return replace(run, config=run.config.model_copy(update={"margin": recorded["margin"]}))
 
@@ -140,6 +143,14 @@ def dry_run_lines(env: str, tasks: int, modes: list[str], max_trials: int, margi
     from runtime.stats.sequential import SHOWN_TASKS
     from runtime.stats.sequential_plan import expected_waves
 
+    from runtime.stats.sequential import SPENDING_TASKS, planned_looks
+
+    if looks and planned_looks(tasks, looks) is None:
+        lines_before = [f"--until-decided: α-spending needs {SPENDING_TASKS} tasks or more (its coverage "
+                        f"of skewed effects is shown from there); with {tasks} the time-uniform sequence is used"]
+        looks = None
+    else:
+        lines_before = []
     if tasks < SHOWN_TASKS:
         return [f"--until-decided with {tasks} tasks: refused (its type-I error has been shown from "
                 f"{SHOWN_TASKS} tasks; bench/SEQUENTIAL.md)"]
@@ -149,7 +160,7 @@ def dry_run_lines(env: str, tasks: int, modes: list[str], max_trials: int, margi
     per_wave = tasks * len(modes)
     chosen = (f"α-spending over {looks} waves (Lan–DeMets, O'Brien–Fleming-type; --max-trials given)"
               if looks else "time-uniform (no --max-trials: no last look to spend α over)")
-    lines = [(f"--until-decided: waves of {per_wave} episodes ({tasks} tasks × {len(modes)} modes), "
+    lines = lines_before + [(f"--until-decided: waves of {per_wave} episodes ({tasks} tasks × {len(modes)} modes), "
               f"at most {max_trials}; margin ±{margin:g}; boundary {chosen}; simulated with {label}, "
               f"task × arm sd {tm:g}, {errors:.0%} of episodes errored, 400 runs each:")]
     cases = [(f"planned Δ +{planned:g}" + (" (the paper's lower figure)" if paper else ""), planned)]

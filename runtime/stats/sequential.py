@@ -65,6 +65,19 @@ SHOWN_TASKS = 10
 (with a look after every wave); fewer is refused before any episode runs."""
 SHOWN_WAVES = 200
 """The most waves shown (at SHOWN_TASKS tasks and up); more is refused."""
+SPENDING_TASKS = 50
+"""The fewest tasks at which the α-spending boundary's coverage of a real, skewed effect has been
+shown near 94 % (bench/SEQUENTIAL.md); with fewer a run with --max-trials keeps the time-uniform
+sequence, whose wider boundary covers at 20–30 tasks."""
+
+
+def planned_looks(tasks: int, max_trials_given: int | None) -> int | None:
+    """The boundary the planner chooses: α-spending over ``--max-trials`` when it is given and
+    the tasks are enough for it, else time-uniform (None)."""
+    return max_trials_given if max_trials_given and tasks >= SPENDING_TASKS else None
+
+PRIOR_TASKS = 15
+"""The floor's weight in tasks (as the fixed-size interval's, ``runtime.stats.intervals``)."""
 
 EFFECT = "effect"
 NO_EFFECT = "no effect of interest"
@@ -103,6 +116,23 @@ def task_means(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     counts = np.cumsum(present, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan), counts
+
+
+def discordance_floor(differences: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per wave, the least variance of one task's mean difference: the share of pairs whose
+    two scores differ so far (with Agresti–Coull's pseudo-pairs) over the task's pairs — the
+    fixed-size interval's floor (``runtime.stats.intervals``), for the sparse, skewed data of
+    success rates near 0 or 1 where the tasks' own spread is too small to trust."""
+    from runtime.stats.intervals import PSEUDO
+
+    d = np.asarray(differences, dtype=float)
+    present = ~np.isnan(d)
+    moved = np.cumsum(np.nansum(np.where(present, np.abs(d), 0.0), axis=-2), axis=-1)
+    pairs = np.cumsum(np.sum(present, axis=-2), axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        inverse = np.nanmean(np.where(counts > 0, 1.0 / np.maximum(counts, 1), np.nan), axis=-2)
+    return np.nan_to_num((moved + PSEUDO) / (pairs + 2 * PSEUDO) * inverse, nan=1.0)
 
 
 @dataclass(frozen=True)
@@ -147,21 +177,28 @@ def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA,
     the mixture's precision as recorded at the first look (default: from ``margin``)."""
     from runtime.stats.spending import small_sample
 
-    means, _ = task_means(differences)  # (..., tasks, waves)
+    means, counts = task_means(differences)  # (..., tasks, waves)
     n = np.sum(~np.isnan(means), axis=-2)
     waves = np.arange(1, means.shape[-1] + 1)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a wave with no complete pair: NaN, said so
         estimate = np.nanmean(means, axis=-2) if means.size else np.full(n.shape, np.nan)
-        spread = np.nansum((means - np.expand_dims(estimate, -2)) ** 2, axis=-2) / np.maximum(n - 1, 1)
-    spread = np.maximum(spread, floor_variance(n, waves))
+        squares = np.nansum((means - np.expand_dims(estimate, -2)) ** 2, axis=-2)
+        spread = squares / np.maximum(n - 1, 1)
+        pooled = (squares + PRIOR_TASKS * discordance_floor(differences, counts)) / (np.maximum(n - 1, 0) + PRIOR_TASKS)
+        cubes = np.nansum((means - np.expand_dims(estimate, -2)) ** 3, axis=-2) / np.maximum(n, 1)
+    spread = np.maximum(np.maximum(spread, pooled), floor_variance(n, waves))
+    # Johnson's (1978) correction for skewness: task effects near 0 or 1 are skewed, a small
+    # task mean then comes with a small spread, and a symmetric interval misses on that side
+    skew_shift = np.where(n >= 2, cubes / (6 * spread * np.maximum(n, 1)), 0.0)
     variance = np.where(n >= 2, spread / np.maximum(n, 1), np.inf)
     finite = np.isfinite(variance)
     z = small_sample(z_boundary(variance, waves, margin=margin, alpha=alpha, looks=looks,
                                 family=family, rho=rho), n)
     half = np.where(finite, z * np.sqrt(np.where(finite, variance, 1.0)), np.inf)
     # Δ of scores in [0, 1] lies in [−1, 1]: the sequence clipped there is as valid and readable
-    return Sequence(estimate, np.maximum(estimate - half, -1.0), np.minimum(estimate + half, 1.0), n, variance)
+    centre = estimate + np.nan_to_num(skew_shift)
+    return Sequence(estimate, np.maximum(centre - half, -1.0), np.minimum(centre + half, 1.0), n, variance)
 
 
 def decisions(low, high, margin: float) -> np.ndarray:
