@@ -90,8 +90,9 @@ def test_decision_from_records_counts_complete_waves_and_pairs():
 
 # ----- the wave loop, on records made up by a fake executor (fast) -----
 
-def _loop(monkeypatch, records: list, effect: float, max_trials: int = 10, tasks: int = 12,
-          out: Path | None = None, margin: float = 0.03, looks: int | None = None):
+def _loop(monkeypatch, records: list, effect: float, max_trials: int = 10, tasks: int = 12, *,
+          out: Path, margin: float = 0.03, looks: int | None = None,
+          rates: dict | None = None):
     """Run ``runtime.cli.waves.run_until_decided`` with a fake executor that records, per wave,
     every task in both arms (outcomes drawn from (task, trial, mode), so reruns agree)."""
     import random
@@ -118,12 +119,12 @@ def _loop(monkeypatch, records: list, effect: float, max_trials: int = 10, tasks
         done = {r.record_id for r in records}
         for t in range(tasks):
             for k in range(run.spec.trials):
-                for mode in ("plan-first", "refine"):
+                for mode in run.spec.modes:
                     key = EpisodeKey(env="tau2", domain="d", task_id=str(t), mode=mode, model="m", trial=k,
                                      strategy="anti-leak" if mode == "refine" else "")
                     if key.id() in done:
                         continue
-                    p = 0.3 + (effect if mode == "refine" else 0.0)
+                    p = rates[mode] if rates else 0.3 + (effect if mode == "refine" else 0.0)
                     ok = random.Random(f"{t}:{k}:{mode}").random() < p
                     records.append(EpisodeRecord(run_id="r", key=key, record_id=key.id(), status="ok",
                                                  seed=k, score=float(ok), started_at="2026-01-01T00:00:00",
@@ -131,26 +132,42 @@ def _loop(monkeypatch, records: list, effect: float, max_trials: int = 10, tasks
 
     monkeypatch.setattr(lifecycle, "run_with_progress", run_wave)
     monkeypatch.setattr(lifecycle, "finished_records", lambda run: list(records))
-    run = FakeRun(SimpleNamespace(max_trials=max_trials, margin=margin, planned_looks=looks, modes=["plan-first", "refine"]),
-                  Spec(task_ids=[str(t) for t in range(tasks)], trials=max_trials), out or Path("/nonexistent-folder"))
+    modes = list(rates) if rates else ["plan-first", "refine"]
+    run = FakeRun(SimpleNamespace(max_trials=max_trials, margin=margin, planned_looks=looks, modes=modes),
+                  Spec(task_ids=[str(t) for t in range(tasks)], trials=max_trials, modes=modes,
+                       strategies=["anti-leak"], env="tau2", domain="d", tested_model="m"), out)
     waves.run_until_decided(run, SimpleNamespace(print=lambda *a, **k: None))
     return ran, waves.decision_of(run, records)
 
 
-def test_the_wave_loop_stops_when_decided_and_resumes_from_the_records(monkeypatch):
+def test_the_wave_loop_stops_when_decided_and_resumes_from_the_records(monkeypatch, tmp_path):
     records: list = []
-    ran, entry = _loop(monkeypatch, records, effect=0.6)
+    ran, entry = _loop(monkeypatch, records, effect=0.6, out=tmp_path / "a")
     assert entry["decided"] and entry["comparisons"][0]["decision"] == "effect"
     assert ran == list(range(1, entry["wave"] + 1)) and entry["wave"] < 10  # one wave at a time, none after
     # killed in its last wave: three records lost; the loop runs that wave again, and only it
     partial = records[:-3]
-    again, resumed = _loop(monkeypatch, partial, effect=0.6)
+    again, resumed = _loop(monkeypatch, partial, effect=0.6, out=tmp_path / "a")
     assert again == [entry["wave"]] and resumed == entry
     # decided: nothing more runs
-    assert _loop(monkeypatch, partial, effect=0.6)[0] == []
+    assert _loop(monkeypatch, partial, effect=0.6, out=tmp_path / "a")[0] == []
     # no effect: runs to --max-trials undecided (12 tasks cannot resolve ±0.03 in 4 waves)
-    ran, entry = _loop(monkeypatch, [], effect=0.0, max_trials=4)
+    ran, entry = _loop(monkeypatch, [], effect=0.0, max_trials=4, out=tmp_path / "b")
     assert ran == [1, 2, 3, 4] and entry["stopped"] == "max-trials" and not entry["decided"]
+
+
+def test_an_arm_stops_once_every_comparison_it_is_in_is_decided(monkeypatch, tmp_path):
+    """Plan-first − Direct is a large effect, Refine − Plan-first none: Direct stops after the
+    wave that decides its comparison; Plan-first and Refine go on to --max-trials."""
+    records: list = []
+    _, entry = _loop(monkeypatch, records, effect=0.0, max_trials=8, tasks=16, out=tmp_path,
+                     rates={"direct": 0.05, "plan-first": 0.9, "refine": 0.9})
+    rows = {(r["treatment"], r["control"]): r for r in entry["comparisons"]}
+    direct = rows[("plan-first", "direct")]
+    assert direct["decision"] == "effect" and direct["wave"] < 8
+    trials = {m: 1 + max(r.key.trial for r in records if r.key.mode == m) for m in ("direct", "plan-first", "refine")}
+    assert trials["direct"] == direct["wave"] and trials["plan-first"] == trials["refine"] == 8
+    assert rows[("refine", "plan-first")]["waves"] == 8 and direct["waves"] == direct["wave"]
 
 
 def test_settings_are_fixed_at_the_first_look_and_another_margin_is_refused(monkeypatch, tmp_path, capsys):
@@ -160,7 +177,7 @@ def test_settings_are_fixed_at_the_first_look_and_another_margin_is_refused(monk
 
     records: list = []
     _loop(monkeypatch, records, effect=0.0, max_trials=3, out=tmp_path, looks=3)
-    fixed = json.loads((tmp_path / "run.json").read_text())["decision_settings"]
+    fixed = json.loads((tmp_path / "run.json").read_text())["decision_settings"]["tau2/d/m"]
     assert fixed["margin"] == 0.03 and fixed["comparisons"] == [["refine", "plan-first"]]
     assert fixed["boundary"] == "alpha-spending" and fixed["looks"] == 3 and fixed["fixed_at_wave"] == 1
     assert fixed["precision"] > 0 and fixed["alpha"] == 0.05
@@ -177,7 +194,8 @@ def test_settings_are_fixed_at_the_first_look_and_another_margin_is_refused(monk
         spec: object
         config: object
 
-    run = Run(tmp_path, SimpleNamespace(task_ids=[str(t) for t in range(12)]),
+    run = Run(tmp_path, SimpleNamespace(task_ids=[str(t) for t in range(12)], env="tau2", domain="d",
+                                        tested_model="m", strategies=["anti-leak"]),
               Config(modes=["plan-first", "refine"], margin=0.1))
     assert lifecycle.guarded(lambda: waves.fixed_settings(run, margin=0.1, max_trials=None)) == 2
     err = capsys.readouterr().err.strip()

@@ -40,10 +40,11 @@ def settings_of(run: Run) -> dict[str, Any]:
     """The settings recorded at the first look, else those this invocation would record."""
     from runtime.reports.decision import ALPHA, new_settings, recorded_settings
 
-    recorded = recorded_settings(run.out)
+    recorded = recorded_settings(run.out, cell(run))
     if recorded is not None:
         return recorded
-    intended = new_settings(margin=run.config.margin, alpha=ALPHA, comparisons=[],
+    alpha = getattr(run.config, "decision_alpha", None) or ALPHA
+    intended = new_settings(margin=run.config.margin, alpha=alpha, comparisons=[],
                             looks=getattr(run.config, "planned_looks", None))
     return {k: v for k, v in intended.items() if k != "comparisons"}
 
@@ -60,7 +61,7 @@ def fixed_settings(run: Run, *, margin: float | None, max_trials: int | None) ->
         raise UsageError(f"--until-decided with {len(run.spec.task_ids)} tasks: its type-I error has "
                          f"been shown from {SHOWN_TASKS} tasks (bench/SEQUENTIAL.md); accepted: "
                          f"{SHOWN_TASKS} tasks or more (--tasks)")
-    recorded = recorded_settings(run.out)
+    recorded = recorded_settings(run.out, cell(run))
     if recorded is None:
         from runtime.stats.sequential import planned_looks
 
@@ -70,34 +71,56 @@ def fixed_settings(run: Run, *, margin: float | None, max_trials: int | None) ->
     return replace(run, config=run.config.model_copy(update={"margin": recorded["margin"]}))
 
 
-def run_arms(run: Run) -> list[str]:
-    """The summary's arm names this run's modes and strategy make."""
+def run_arms(run: Run, strategies: list[str] | None = None) -> list[str]:
+    """The summary's arm names this run's modes and strategies make."""
     from runtime.reports.summary import arm
 
-    strategy = getattr(run.config, "strategy", None) or ""
-    return [arm(m, strategy if m == "refine" else "") for m in run.config.modes]
+    spec = getattr(run, "spec", None)
+    strategies = strategies or list(getattr(spec, "strategies", None) or [getattr(run.config, "strategy", None) or ""])
+    return [arm(m, s if m == "refine" else "") for m in run.config.modes
+            for s in (strategies if m == "refine" else [""])]
+
+
+def active_spec(run: Run, entry: dict[str, Any] | None, wave: int):
+    """The spec of wave ``wave``: every arm but those whose comparisons are all decided."""
+    from runtime.reports.decision import finished_arms
+    from runtime.reports.summary import arm
+
+    done = finished_arms(entry) if entry else set()
+    strategies = [s for s in run.spec.strategies if arm("refine", s) not in done]
+    modes = [m for m in run.spec.modes if (m == "refine" and strategies) or (m != "refine" and arm(m, "") not in done)]
+    update: dict[str, Any] = {"trials": wave, "modes": modes}
+    if strategies:
+        update["strategies"] = strategies
+    return run.spec.model_copy(update=update)
+
+
+def cell(run: Run) -> str:
+    """This run's key in run.json's decision settings."""
+    from runtime.reports.decision import cell_of
+
+    spec = run.spec
+    return cell_of(getattr(spec, "env", "tau2"), getattr(spec, "domain", ""), getattr(spec, "tested_model", ""))
 
 
 def fix_at_first_look(run: Run, entry: dict[str, Any] | None) -> None:
     """Write the decision's settings to run.json at the first look (once): margin, α, the
     comparisons, the boundary and the mixture's tuning."""
-    from runtime.folder.store import RUN_INFO, write_json_atomic
-    from runtime.reports.decision import SETTINGS_KEY, _run_json, new_settings, recorded_settings
+    from runtime.reports.decision import new_settings, record_settings, recorded_settings
 
-    if entry is None or entry["waves"] < 1 or recorded_settings(run.out) is not None:
+    if entry is None or entry["waves"] < 1 or recorded_settings(run.out, cell(run)) is not None:
         return
-    data = _run_json(run.out)
-    data[SETTINGS_KEY] = {**new_settings(margin=entry["margin"], alpha=entry["alpha"],
-                                         comparisons=[(r["treatment"], r["control"]) for r in entry["comparisons"]],
-                                         looks=getattr(run.config, "planned_looks", None)),
-                          "fixed_at_wave": entry["waves"]}
-    write_json_atomic(run.out / RUN_INFO, data)
+    record_settings(run.out, cell(run), {
+        **new_settings(margin=entry["margin"], alpha=entry["alpha"],
+                       comparisons=[(r["treatment"], r["control"]) for r in entry["comparisons"]],
+                       looks=getattr(run.config, "planned_looks", None)),
+        "fixed_at_wave": entry["waves"]})
 
 
 def run_until_decided(run: Run, console: Console) -> None:
     """Run ``run``'s waves until its comparisons are decided or ``--max-trials`` is reached."""
     from runtime.cli.lifecycle import finished_records, run_with_progress
-    from runtime.reports.decision import lines
+    from runtime.reports.decision import finished_arms, lines
 
     limit = run.config.max_trials
     entry = decision_of(run, finished_records(run))
@@ -116,8 +139,11 @@ def run_until_decided(run: Run, console: Console) -> None:
             console.print(escape(f"--max-trials {limit} reached: undecided"))
             return
         wave = waves + 1
-        console.print(escape(f"wave {wave} of at most {limit}"))
-        run_with_progress(replace(run, spec=run.spec.model_copy(update={"trials": wave})), console)
+        spec = active_spec(run, entry, wave)
+        stopped = sorted(finished_arms(entry)) if entry else []
+        console.print(escape(f"wave {wave} of at most {limit}" + (f" (decided, no more waves: {', '.join(stopped)})"
+                                                                   if stopped else "")))
+        run_with_progress(replace(run, spec=spec), console)
         entry = decision_of(run, finished_records(run))
         if entry is None or entry["waves"] < wave:  # the wave did not complete: nothing to decide on
             return

@@ -38,6 +38,15 @@ def planned(arms: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def finished_arms(entry: dict[str, Any]) -> set[str]:
+    """Arms every comparison of which is decided: they need no more waves."""
+    arms: dict[str, bool] = {}
+    for r in entry["comparisons"]:
+        for a in (r["treatment"], r["control"]):
+            arms[a] = arms.get(a, True) and r["decision"] != "undecided"
+    return {a for a, done in arms.items() if done}
+
+
 def complete_waves(df: pd.DataFrame, arms: list[str], tasks: int | None = None) -> int:
     """Leading trials recorded for every task in every one of ``arms`` (errored episodes count:
     their pair is incomplete, the wave is not)."""
@@ -117,11 +126,10 @@ def evaluate(df: pd.DataFrame, *, margin: float = DEFAULT_MARGIN, alpha: float =
     pairs = [p for p in pairs if p[0] in arms and p[1] in arms]
     if not pairs:
         return None
-    used = sorted({a for pair in pairs for a in pair})
-    waves = complete_waves(df, used, tasks)
     each = alpha / len(pairs)
     rows = []
-    for treatment, control in pairs:
+    for treatment, control in pairs:  # each on its own waves: an arm whose comparisons are all
+        waves = complete_waves(df, [treatment, control], tasks)  # decided stops running
         views = [decide(differences(df, treatment, control, waves, errors_as_failures=failures),
                         margin=margin, alpha=each, looks=looks, family=family, rho=rho)
                  for failures in (False, True)]
@@ -139,6 +147,8 @@ def evaluate(df: pd.DataFrame, *, margin: float = DEFAULT_MARGIN, alpha: float =
             row["caveat"] = STOP_CAVEAT
         rows.append(row)
     decided = all(r["decision"] != "undecided" for r in rows)
+    open_ = [r["waves"] for r in rows if r["decision"] == "undecided"]
+    waves = min(open_) if open_ else max(r["waves"] for r in rows)
     return {"margin": margin, "alpha": alpha, "waves": waves, "decided": decided,
             "wave": max(r["wave"] for r in rows) if decided else None,
             "boundary": "alpha-spending" if looks else "time-uniform", "looks": looks,
@@ -262,10 +272,27 @@ def run_settings(folder) -> dict[str, Any]:
     return config if isinstance(config, dict) else {}
 
 
-def recorded_settings(folder) -> dict[str, Any] | None:
-    """The settings fixed at the folder's first look, or None before it."""
+def cell_of(env: str, domain: str, model: str) -> str:
+    """The key of one run's settings in run.json (a table3 folder holds one run per cell)."""
+    return f"{env}/{domain}/{model}"
+
+
+def recorded_settings(folder, cell: str) -> dict[str, Any] | None:
+    """The settings fixed at the first look of the run ``cell`` in ``folder``, or None before it."""
     found = _run_json(folder).get(SETTINGS_KEY)
+    found = found.get(cell) if isinstance(found, dict) else None
     return found if isinstance(found, dict) else None
+
+
+def record_settings(folder, cell: str, settings: dict[str, Any]) -> None:
+    """Write ``settings`` for ``cell`` into run.json (the caller holds the folder's writer lock)."""
+    from pathlib import Path
+
+    from runtime.folder.store import RUN_INFO, write_json_atomic
+
+    data = _run_json(folder)
+    data.setdefault(SETTINGS_KEY, {})[cell] = settings
+    write_json_atomic(Path(folder) / RUN_INFO, data)
 
 
 def _run_json(folder) -> dict[str, Any]:
@@ -328,19 +355,20 @@ def report_parts(folder, df: pd.DataFrame) -> tuple[str, str]:
     trials = int(df["trial"].max()) + 1
     earlier = looks.earlier_sizes(folder, trials)
     settings = run_settings(folder)
-    fixed = recorded_settings(folder)
-    until = bool(settings.get("until_decided")) or fixed is not None
+    recorded = _run_json(folder).get(SETTINGS_KEY) or {}
+    until = bool(settings.get("until_decided")) or bool(recorded)
     section = lead = ""
     if until or earlier:
         groups = []
-        for (env, model), part in df.groupby(["env", "model"], sort=True):  # never pair across models
+        for (env, domain, model), part in df.groupby(["env", "domain", "model"], sort=True):  # never pair across models
+            fixed = recorded_settings(folder, cell_of(env, domain, model))
             entry = evaluate(part, margin=settings.get("margin") or DEFAULT_MARGIN, settings=fixed)
             if entry is None:
                 continue
             fixed_ci = {(r["treatment"], r["control"]): task_delta(part[part["arm"] == r["treatment"]],
                                                                    part[part["arm"] == r["control"]])
                         for r in entry["comparisons"]}
-            groups.append((f"{env} · {model}", entry, fixed_ci))
+            groups.append((f"{env}/{domain} · {model}", entry, fixed_ci))
         section = markdown_section(groups, until_decided=until, looks=earlier)
         if until and groups:
             lead = lead_markdown(groups)
