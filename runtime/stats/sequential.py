@@ -119,8 +119,9 @@ def task_means(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def discordance_floor(differences: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per wave, the least variance of one task's mean difference: the share of pairs whose
-    two scores differ so far (with Agresti–Coull's pseudo-pairs) over the task's pairs — the
+    """Per wave, the least variance of one task's mean difference: one pair's variance (the
+    share of pairs whose two scores differ so far, with Agresti–Coull's pseudo-pairs, less the
+    squared mean difference) over the task's pairs — after the
     fixed-size interval's floor (``runtime.stats.intervals``), for the sparse, skewed data of
     success rates near 0 or 1 where the tasks' own spread is too small to trust."""
     from runtime.stats.intervals import PSEUDO
@@ -132,7 +133,12 @@ def discordance_floor(differences: np.ndarray, counts: np.ndarray) -> np.ndarray
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         inverse = np.nanmean(np.where(counts > 0, 1.0 / np.maximum(counts, 1), np.nan), axis=-2)
-    return np.nan_to_num((moved + PSEUDO) / (pairs + 2 * PSEUDO) * inverse, nan=1.0)
+    sums = np.cumsum(np.nansum(np.where(present, d, 0.0), axis=-2), axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        second = (moved + PSEUDO) / (pairs + 2 * PSEUDO)
+        first = sums / (pairs + 2 * PSEUDO)  # the pseudo-pairs differ half each way
+    # a pair's variance, E d² − (E d)²: a run where every pair says +1 is not uncertain
+    return np.nan_to_num(np.maximum(second - first ** 2, 0.0) * inverse, nan=1.0)
 
 
 @dataclass(frozen=True)

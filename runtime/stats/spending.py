@@ -103,14 +103,22 @@ def boundary(looks: int, alpha: float, family: str = "obrien-fleming") -> tuple[
     return tuple(bounds)
 
 
+TAIL_CAP = 3.5
+"""Beyond this many standard errors the t reading's factor is held: mapped by tail probability,
+a boundary of 7 standard errors would read as 40 at 9 degrees of freedom (a Student-t tail
+that far out says nothing about bounded task means); held, it stays at 1.5 times."""
+
+
 def small_sample(z, tasks):
-    """A z boundary as a Student-t one with ``tasks − 1`` degrees of freedom (the same tail
-    probability): the variance is estimated from the tasks, so the standardised Δ has t tails,
-    and a z boundary read with 10–20 tasks claims effects more often than it says."""
+    """A z boundary read as a Student-t one with ``tasks − 1`` degrees of freedom: multiplied by
+    t's quantile over the normal's at the same tail probability (at ``TAIL_CAP`` at most). The
+    variance is estimated from the tasks, so the standardised Δ has t tails, and a z boundary
+    read with 10–20 tasks claims effects more often than it says."""
     from scipy import stats
 
     z = np.asarray(z, dtype=float)
     dof = np.maximum(np.asarray(tasks, dtype=float) - 1, 1)
+    at = np.clip(np.where(np.isfinite(z), z, TAIL_CAP), 1e-6, TAIL_CAP)
     with np.errstate(invalid="ignore", over="ignore"):
-        out = stats.t.isf(stats.norm.sf(z), dof)
-    return np.where(np.isfinite(z), out, np.inf)
+        factor = stats.t.isf(stats.norm.sf(at), dof) / at
+    return np.where(np.isfinite(z), z * factor, np.inf)
