@@ -37,6 +37,8 @@ class Experiments:
     treated_error: np.ndarray
     """Where the treatment's episode errored (its reward is then unknown)."""
     control_error: np.ndarray
+    difficulty: np.ndarray | None = None
+    """(experiments, tasks): each task's control success probability (low: hard)."""
 
     def excluded(self) -> np.ndarray:
         """Paired differences with every pair that has an errored episode left out (NaN)."""
@@ -99,7 +101,7 @@ def simulate(rng: np.random.Generator, experiments: int, tasks: int, waves: int,
     else:
         te = (t == 0) & (rng.random(size) < error_rate)
         ce = np.zeros(size, dtype=bool)
-    return Experiments(t, c, te, ce)
+    return Experiments(t, c, te, ce, pc[..., 0])
 
 
 def exact_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
