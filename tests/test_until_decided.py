@@ -377,6 +377,20 @@ def test_dry_run_states_expected_and_worst_case_episodes(capsys):
     out = capsys.readouterr().out
     assert "under planned Δ +0.03 (the paper's lower figure): expected" in out
     assert "under Δ 0: expected" in out and "worst case: 800 episodes" in out
+    # the fixed planner's assumptions, their sensitivity, and whether "no effect" can be reached
+    assert "task × arm sd 0.1, 5% of episodes errored" in out
+    assert "sensitivity at planned Δ +0.03: task × arm sd 0 → " in out
+    assert "no effect of interest: NOT reachable at margin ±0.03 by wave 20" in out
+    assert "α-spending needs 50 tasks or more" in out  # --max-trials given, 20 tasks: time-uniform
+
+
+def test_a_resume_past_the_planned_waves_continues_on_the_reserve_and_says_so(monkeypatch, tmp_path):
+    records: list = []
+    _loop(monkeypatch, records, effect=0.0, max_trials=3, out=tmp_path, looks=3)
+    _, entry = _loop(monkeypatch, records, effect=0.0, max_trials=5, out=tmp_path, looks=5)
+    assert entry["looks"] == 3 and entry["waves"] == 5  # the boundary recorded at the first look
+    assert "past the planned 3 waves" in entry["past_planned_looks"]
+    assert "time-uniform sequence past wave 3" in entry["comparisons"][0]["method"]
 
 
 @pytest.mark.slow
