@@ -330,6 +330,12 @@ def test_a_large_effect_stops_early_with_effect_and_resumes_the_same_sequence(tm
     assert validate.main(argv) == 0
     assert len(_records(out)) == len(records)
     assert "decided at wave" in capsys.readouterr().out
+    # another margin on the folder looked at: refused in one line naming the recorded one
+    assert validate.main([*argv, "--margin", "0.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--margin 0.1" in err and "margin 0.03" in err, err
+    assert json.loads((out / "summary.json").read_text())["decision"] == again
+    assert len(_records(out)) == len(records)
 
 
 @pytest.mark.slow  # two runs through τ² and their reports

@@ -52,7 +52,22 @@ def settings_of(run: Run) -> dict[str, Any]:
 def fixed_settings(run: Run, *, margin: float | None, max_trials: int | None) -> Run:
     """Before any episode: a folder already looked at keeps the settings fixed then (a margin
     or comparisons asked otherwise are refused in one line); ``run`` with them in its config.
-    ``margin`` / ``max_trials``: as this invocation gave them (None: not given)."""
+    ``margin`` / ``max_trials``: as this invocation gave them (None: not given). A refusal lets
+    go of the folder and the environment the run had opened."""
+    from runtime.compose.config import UsageError
+
+    try:
+        return _fixed_settings(run, margin=margin, max_trials=max_trials)
+    except UsageError:
+        if hasattr(run, "services"):
+            from runtime.cli.lifecycle import close_environments, release_folders
+
+            close_environments([run])
+            release_folders([run])
+        raise
+
+
+def _fixed_settings(run: Run, *, margin: float | None, max_trials: int | None) -> Run:
     from runtime.compose.config import UsageError
     from runtime.reports.decision import planned, recorded_settings, refuse_changes
     from runtime.stats.sequential import SHOWN_TASKS
