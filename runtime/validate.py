@@ -138,9 +138,11 @@ def parser() -> argparse.ArgumentParser:
                    "anytime-valid interval decides each comparison: effect (it excludes 0) or no "
                    "effect of interest (it lies inside ±--margin); or at --max-trials / --max-cost")
     p.add_argument("--max-trials", type=int, metavar="N",
-                   help="with --until-decided: the most trials per task and mode (default 40)")
+                   help="with --until-decided: the most trials per task and mode (default 40, at most "
+                   "200); given, with 50 tasks or more, α is spent over exactly these waves (α-spending)")
     p.add_argument("--margin", type=float, metavar="DELTA",
-                   help="with --until-decided: the smallest effect of interest (default 0.03, the "
+                   help="with --until-decided: the smallest effect of interest, fixed at the folder's "
+                   "first look (default 0.03, the "
                    "APB paper's lower τ²-bench figure)")
     add_folder_options(p)
     p.add_argument("--episode-max-tokens", type=int,

@@ -185,3 +185,19 @@ def test_an_errored_episode_keeps_its_tasks_other_pairs():
     found = paired_interval(t, c)
     assert found.units == 3
     assert found.mean == pytest.approx((1.0 + -0.5 + -0.5) / 3)
+
+
+def test_the_sequential_calibrations_generator_implies_the_truth_it_states():
+    """bench/experiments.py: its experiments average to the population Δ it integrates, on both
+    scales, and outcome-dependent errors fall on the treatment's failures only."""
+    from bench.experiments import exact_interval, simulate, true_delta
+
+    rng = np.random.default_rng(8)
+    for scale, shift, sd in (("probability", 0.1, 0.1), ("logit", 1.0, 0.3)):
+        x = simulate(rng, 400, 50, 4, mean=0.1, icc=0.4, shift=shift, arm_sd=sd, scale=scale, error_rate=0.0)
+        observed = float(np.mean(x.treated - x.control))
+        assert observed == pytest.approx(true_delta(mean=0.1, icc=0.4, shift=shift, arm_sd=sd, scale=scale), abs=0.006)
+    x = simulate(rng, 50, 20, 10, mean=0.5, icc=0.3, errors="outcome", error_rate=0.3)
+    assert not x.control_error.any() and x.treated_error.any() and not (x.treated[x.treated_error] == 1).any()
+    low, high = exact_interval(5, 100)
+    assert low < 0.05 < high and exact_interval(0, 10)[0] == 0.0
