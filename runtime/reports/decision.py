@@ -10,8 +10,12 @@ control episode of one task and trial, both scored), tasks the cluster, read aft
 split between them (Bonferroni: every decision holds at once with probability ≥ 1 − α).
 
 A comparison decides **effect** when its sequence excludes 0, **no effect of interest** when it
-lies inside ±margin; the run stops when every planned comparison has decided, at
-``--max-trials``, or at ``--max-cost``.
+lies inside ±margin — on its complete pairs *and* with errored episodes counted as failures,
+since errors that depend on the outcome bias the complete pairs; while the two disagree it stays
+undecided. Each comparison counts its own complete waves, so an arm whose comparisons are all
+decided stops running; the run stops when every planned comparison has decided, at
+``--max-trials``, or at ``--max-cost``. The settings a decision rests on (margin, α, the
+comparisons, the boundary, the mixture's tuning) are fixed in run.json at the first look.
 """
 
 from __future__ import annotations
