@@ -181,6 +181,7 @@ def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA,
     differences (treatment − control, each in [−1, 1]; NaN where a pair is incomplete);
     ``looks``: the planned last wave of an α-spending boundary (None: time-uniform); ``rho``:
     the mixture's precision as recorded at the first look (default: from ``margin``)."""
+    from runtime.stats.intervals import skew_extension
     from runtime.stats.spending import small_sample
 
     means, counts = task_means(differences)  # (..., tasks, waves)
@@ -194,17 +195,15 @@ def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA,
         pooled = (squares + PRIOR_TASKS * discordance_floor(differences, counts)) / (np.maximum(n - 1, 0) + PRIOR_TASKS)
         cubes = np.nansum((means - np.expand_dims(estimate, -2)) ** 3, axis=-2) / np.maximum(n, 1)
     spread = np.maximum(np.maximum(spread, pooled), floor_variance(n, waves))
-    # Johnson's (1978) correction for skewness: task effects near 0 or 1 are skewed, a small
-    # task mean then comes with a small spread, and a symmetric interval misses on that side
-    skew_shift = np.where(n >= 2, cubes / (6 * spread * np.maximum(n, 1)), 0.0)
     variance = np.where(n >= 2, spread / np.maximum(n, 1), np.inf)
     finite = np.isfinite(variance)
     z = small_sample(z_boundary(variance, waves, margin=margin, alpha=alpha, looks=looks,
                                 family=family, rho=rho), n)
     half = np.where(finite, z * np.sqrt(np.where(finite, variance, 1.0)), np.inf)
+    below, above = skew_extension(cubes, spread, n, z, half)
     # Δ of scores in [0, 1] lies in [−1, 1]: the sequence clipped there is as valid and readable
-    centre = estimate + np.nan_to_num(skew_shift)
-    return Sequence(estimate, np.maximum(centre - half, -1.0), np.minimum(centre + half, 1.0), n, variance)
+    return Sequence(estimate, np.maximum(estimate - half - below, -1.0),
+                    np.minimum(estimate + half + above, 1.0), n, variance)
 
 
 def decisions(low, high, margin: float) -> np.ndarray:
