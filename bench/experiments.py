@@ -27,6 +27,15 @@ from scipy.special import expit, logit
 
 SCALES = ("probability", "logit")
 ERRORS = ("random", "hard", "outcome")
+FAMILIES = ("beta", "logit-normal", "point-mass")
+"""How task difficulties are drawn: Beta (the default); logit-normal (the logit of a task's
+success normal, with the Beta's mean and variance matched by sd ``LOGIT_SD``); point-mass — a
+share ``STUCK`` of the tasks fixed at 0 (success below 0.5) or 1 in *both* arms, untouched by
+the treatment, the rest Beta: the effect is carried by a minority of tasks, the most skewed
+task effects of the three. The calibration checks a rule on all three, so it is not tuned to
+one generator's shape."""
+LOGIT_SD = 1.5
+STUCK = 0.6
 
 
 @dataclass(frozen=True)
@@ -57,11 +66,16 @@ def _column(value, experiments: int | None):
     return value if value.ndim == 0 or experiments is None else value.reshape(experiments, 1, 1)
 
 
-def _probabilities(rng, shape, *, mean, icc, shift, arm_sd, scale):
+def _probabilities(rng, shape, *, mean, icc, shift, arm_sd, scale, family="beta"):
+    if family not in FAMILIES:
+        raise ValueError(f"family {family!r}: accepted: {', '.join(FAMILIES)}")
     experiments = shape[0] if len(shape) == 3 else None
     mean, icc, arm_sd = (_column(v, experiments) for v in (mean, icc, arm_sd))
     concentration = 1 / icc - 1
-    base = rng.beta(np.broadcast_to(mean * concentration, shape), np.broadcast_to((1 - mean) * concentration, shape))
+    if family == "logit-normal":
+        base = expit(logit(mean) + LOGIT_SD * rng.standard_normal(shape))
+    else:
+        base = rng.beta(np.broadcast_to(mean * concentration, shape), np.broadcast_to((1 - mean) * concentration, shape))
     if scale == "probability":
         t = np.clip(base + shift / 2 + arm_sd * rng.standard_normal(shape), 0, 1)
         c = np.clip(base - shift / 2 + arm_sd * rng.standard_normal(shape), 0, 1)
@@ -69,26 +83,30 @@ def _probabilities(rng, shape, *, mean, icc, shift, arm_sd, scale):
         z = logit(np.clip(base, 1e-6, 1 - 1e-6))
         t = expit(z + shift / 2 + arm_sd * rng.standard_normal(shape))
         c = expit(z - shift / 2 + arm_sd * rng.standard_normal(shape))
+    if family == "point-mass":
+        stuck = rng.random(shape) < STUCK
+        at = np.broadcast_to(np.where(np.asarray(mean) < 0.5, 0.0, 1.0), shape)
+        t, c = np.where(stuck, at, t), np.where(stuck, at, c)
     return t, c
 
 
 def true_delta(*, mean: float, icc: float, shift: float, arm_sd: float, scale: str,
-               tasks: int = 2_000_000, seed: int = 99) -> float:
+               tasks: int = 2_000_000, seed: int = 99, family: str = "beta") -> float:
     """The population Δ the design implies (by a two-million-task integration)."""
     if shift == 0:
         return 0.0
     t, c = _probabilities(np.random.default_rng(seed), (tasks,), mean=mean, icc=icc, shift=shift,
-                          arm_sd=arm_sd, scale=scale)
+                          arm_sd=arm_sd, scale=scale, family=family)
     return float(np.mean(t - c))
 
 
 def simulate(rng: np.random.Generator, experiments: int, tasks: int, waves: int, *, mean: float,
              icc: float, shift: float = 0.0, arm_sd: float = 0.1, scale: str = "probability",
-             errors: str = "random", error_rate: float = 0.05) -> Experiments:
+             errors: str = "random", error_rate: float = 0.05, family: str = "beta") -> Experiments:
     if scale not in SCALES or errors not in ERRORS:
         raise ValueError(f"scale in {SCALES}, errors in {ERRORS}")
     pt, pc = _probabilities(rng, (experiments, tasks, 1), mean=mean, icc=icc, shift=shift,
-                            arm_sd=arm_sd, scale=scale)
+                            arm_sd=arm_sd, scale=scale, family=family)
     size = (experiments, tasks, waves)
     error_rate = _column(error_rate, experiments)
     t = (rng.random(size) < pt).astype(np.float32)

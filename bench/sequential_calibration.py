@@ -90,15 +90,16 @@ def type_one(tasks: int, waves: int, experiments: int, seed: int) -> dict:
     return {"uniform": claims[None], "spending": claims[waves], "fixed": fixed_any, "n": experiments}
 
 
-def coverage(tasks: int, mean: float, shift: float, experiments: int, seed: int, waves: int = 40) -> dict:
-    truth = true_delta(mean=mean, icc=0.4, shift=shift, arm_sd=0.3, scale="logit")
+def coverage(tasks: int, mean: float, shift: float, experiments: int, seed: int, waves: int = 40,
+             family: str = "beta") -> dict:
+    truth = true_delta(mean=mean, icc=0.4, shift=shift, arm_sd=0.3, scale="logit", family=family)
     covered = {None: 0, waves: 0}
     below = {None: 0, waves: 0}
     for i, start in enumerate(range(0, experiments, CHUNK)):
         size = min(CHUNK, experiments - start)
         rng = np.random.default_rng([seed, i])
         x = simulate(rng, size, tasks, waves, mean=mean, icc=0.4, shift=shift, arm_sd=0.3, scale="logit",
-                     errors="random", error_rate=0.05)
+                     errors="random", error_rate=0.05, family=family)
         d = x.excluded()
         for looks in covered:
             seq = sequence(d, margin=MARGIN, looks=looks)
@@ -153,13 +154,19 @@ def tables() -> int:
     print("Task effects skewed: a task × arm term of sd 0.3 and the treatment's shift on the logit "
           "scale, success near 0 or 1, ICC 0.4, 5 % errored at random; covered = the true Δ (the "
           "population's, integrated over two million tasks) inside the interval at *every* wave.\n")
-    print("| tasks | success | logit shift | true Δ | time-uniform | α-spending (40) | misses below the truth (TU / spending) |")
-    print("|---:|---:|---:|---:|---:|---:|---|")
-    for tasks, shifts in ((20, (0.5, 1.0)), (30, (0.5, 1.0)), (50, (1.0,))):
+    print("Task difficulties: Beta (the rows without a family), and as a check that the rule is not "
+          "tuned to one shape, logit-normal and a point mass (60 % of tasks fixed at 0 or 1 in both "
+          "arms, the effect carried by the rest; bench/experiments.py's FAMILIES).\n")
+    print("| family | tasks | success | logit shift | true Δ | time-uniform | α-spending (40) | misses below the truth (TU / spending) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    cells = [("beta", tasks, shifts) for tasks, shifts in ((20, (0.5, 1.0)), (30, (0.5, 1.0)), (50, (1.0,)))]
+    cells += [(family, tasks, (1.0,)) for family in ("logit-normal", "point-mass") for tasks in (20, 30)]
+    for family, tasks, shifts in cells:
         for mean in (0.08, 0.92):
             for shift in shifts:
-                r = coverage(tasks, mean, shift, count(2000), seed=int(tasks * 100 + mean * 100 + shift * 10))
-                print(f"| {tasks} | {mean:g} | {shift:g} | {r['truth']:+.4f} | {rate(r['uniform'], r['n'])} | "
+                r = coverage(tasks, mean, shift, count(2000 if family == "beta" else 1000),
+                             seed=int(tasks * 100 + mean * 100 + shift * 10), family=family)
+                print(f"| {family} | {tasks} | {mean:g} | {shift:g} | {r['truth']:+.4f} | {rate(r['uniform'], r['n'])} | "
                       f"{rate(r['spending'], r['n'])} | {r['below'][None]} / {r['below'][40]} |", flush=True)
 
     print("\n## Expected episodes against the fixed design of equal power (τ-bench airline)\n")
@@ -231,29 +238,31 @@ def extremes() -> None:
           "unit; the report's errors-as-0 Δ counts its episodes as failures). *Upper bound too low* is "
           "the share whose upper bound is below the truth — the rate at which a verdict of *no effect "
           "that large* can be wrong (one-sided, 2.5 % allowed).\n")
-    print("| scale (task × arm sd) | success | shift | true Δ | errors | coverage | upper bound too low | lower bound too high |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|")
-    for scale, sd, shift in (("probability", 0.1, 0.05), ("logit", 0.3, 1.0)):
-        for mean in (0.05, 0.08, 0.92, 0.95):
-            for effect in (0.0, shift):
-                for whole in (False, True):
-                    rng = np.random.default_rng([int(mean * 100), int(effect * 100), int(whole)])
-                    x = simulate(rng, n, 20, 5, mean=mean, icc=0.4, shift=effect, arm_sd=sd, scale=scale,
-                                 errors="random", error_rate=0.05)
-                    t = np.where(x.treated_error, np.nan, x.treated)
-                    c = np.where(x.control_error, np.nan, x.control)
-                    if whole:  # by the tasks' true difficulty, not by their outcomes
-                        hard = np.argsort(x.difficulty, axis=-1)[:, :2]
-                        for k in range(2):
-                            t[np.arange(n), hard[:, k], :] = np.nan
-                    truth = true_delta(mean=mean, icc=0.4, shift=effect, arm_sd=sd, scale=scale)
-                    with np.errstate(all="ignore"):
-                        iv = paired_interval(t, c)
-                    covered = int(np.sum((iv.low <= truth) & (truth <= iv.high)))
-                    print(f"| {scale} ({sd:g}) | {mean:g} | {effect:g} | {truth:+.4f} | "
-                          f"{'two hard tasks lost' if whole else 'at random'} | {rate(covered, n)} | "
-                          f"{rate(int(np.sum(iv.high < truth)), n)} | {rate(int(np.sum(iv.low > truth)), n)} |",
-                          flush=True)
+    print("| family | scale (task × arm sd) | success | shift | true Δ | errors | coverage | upper bound too low | lower bound too high |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|")
+    rows = [("beta", scale, sd, mean, effect, whole)
+            for scale, sd, shift in (("probability", 0.1, 0.05), ("logit", 0.3, 1.0))
+            for mean in (0.05, 0.08, 0.92, 0.95) for effect in (0.0, shift) for whole in (False, True)]
+    rows += [(family, "logit", 0.3, mean, 1.0, False) for family in ("logit-normal", "point-mass")
+             for mean in (0.05, 0.08, 0.92, 0.95)]
+    for family, scale, sd, mean, effect, whole in rows:
+        rng = np.random.default_rng([int(mean * 100), int(effect * 100), int(whole)])
+        x = simulate(rng, n, 20, 5, mean=mean, icc=0.4, shift=effect, arm_sd=sd, scale=scale,
+                     errors="random", error_rate=0.05, family=family)
+        t = np.where(x.treated_error, np.nan, x.treated)
+        c = np.where(x.control_error, np.nan, x.control)
+        if whole:  # by the tasks' true difficulty, not by their outcomes
+            hard = np.argsort(x.difficulty, axis=-1)[:, :2]
+            for k in range(2):
+                t[np.arange(n), hard[:, k], :] = np.nan
+        truth = true_delta(mean=mean, icc=0.4, shift=effect, arm_sd=sd, scale=scale, family=family)
+        with np.errstate(all="ignore"):
+            iv = paired_interval(t, c)
+        covered = int(np.sum((iv.low <= truth) & (truth <= iv.high)))
+        print(f"| {family} | {scale} ({sd:g}) | {mean:g} | {effect:g} | {truth:+.4f} | "
+              f"{'two hard tasks lost' if whole else 'at random'} | {rate(covered, n)} | "
+              f"{rate(int(np.sum(iv.high < truth)), n)} | {rate(int(np.sum(iv.low > truth)), n)} |",
+              flush=True)
     return 0
 
 
