@@ -35,6 +35,7 @@ from scipy import stats
 
 from bench.experiments import rate, simulate, true_delta
 from runtime.stats.sequential import decisions, first_decision, sequence, task_means
+from runtime.stats.spending import SPENDING
 
 MARGIN = 0.03
 CHUNK = 500
@@ -55,13 +56,14 @@ def fixed_codes(d: np.ndarray) -> np.ndarray:
     return np.where(m - half > 0, 1, np.where(m + half < 0, -1, 0))
 
 
-def rule(d_excluded: np.ndarray, d_failures: np.ndarray | None, looks: int | None):
-    """The runtime's stop rule: (the deciding wave or 0, its code) where both readings agree."""
-    seq = sequence(d_excluded, margin=MARGIN, looks=looks)
+def rule(d_excluded: np.ndarray, d_failures: np.ndarray | None, looks: int | None, family: str | None = None):
+    """The runtime's stop rule: (the deciding wave or 0, its code) where both readings agree;
+    ``family``: the spending function (None: the runtime's default)."""
+    seq = sequence(d_excluded, margin=MARGIN, looks=looks, family=family)
     wave, code = first_decision(decisions(seq.low, seq.high, MARGIN))
     if d_failures is None:
         return wave, code, seq
-    other = sequence(d_failures, margin=MARGIN, looks=looks)
+    other = sequence(d_failures, margin=MARGIN, looks=looks, family=family)
     wave_f, code_f = first_decision(decisions(other.low, other.high, MARGIN))
     agree = (code == code_f) & (code != 0)
     return np.where(agree, np.maximum(wave, wave_f), 0), np.where(agree, code, 0), seq
@@ -123,10 +125,10 @@ def fixed_trials(d: np.ndarray, power: float) -> int | None:
     return int(reach[0]) + 1 if len(reach) else None
 
 
-def planned_looks(d, f, fixed: int) -> int:
+def planned_looks(d, f, fixed: int, family: str | None = None) -> int:
     """The fewest α-spending looks whose simulated power is at least 80 %."""
     for looks in range(max(fixed - 2, 1), 3 * fixed):
-        _, code, _ = rule(d[..., :looks], f[..., :looks], looks)
+        _, code, _ = rule(d[..., :looks], f[..., :looks], looks, family)
         if np.mean(code == 1) >= 0.8:
             return looks
     return 3 * fixed
@@ -182,12 +184,15 @@ def tables() -> int:
         d, f = data[planned]
         fixed = fixed_trials(d, 0.8)
         looks = planned_looks(d, f, fixed)
+        obf = planned_looks(d, f, fixed, "obrien-fleming")
         for true in (0.0, planned, 0.07) if planned == 0.05 else (0.0, planned):
             dd, ff = data[true]
-            for name, lk, horizon, both in ((f"α-spending, {looks} looks", looks, looks, True),
-                                            (f"α-spending, {looks} looks, complete pairs alone", looks, looks, False),
-                                            ("time-uniform, 60", None, 60, True)):
-                wave, code, _ = rule(dd[..., :horizon], ff[..., :horizon] if both else None, lk)
+            for name, lk, horizon, both, fam in (
+                    (f"α-spending ({SPENDING}), {looks} looks", looks, looks, True, None),
+                    (f"α-spending ({SPENDING}), {looks} looks, complete pairs alone", looks, looks, False, None),
+                    (f"α-spending (O'Brien–Fleming-type, before), {obf} looks", obf, obf, True, "obrien-fleming"),
+                    ("time-uniform, 60", None, 60, True, None)):
+                wave, code, _ = rule(dd[..., :horizon], ff[..., :horizon] if both else None, lk, fam)
                 used = np.where(wave > 0, wave, horizon).mean()
                 print(f"| +{planned:g} | {true:+g} | {fixed} | {name} | {np.mean(code == 1):.1%} | "
                       f"{used:.1f} | {used / fixed:.0%} |", flush=True)

@@ -252,8 +252,10 @@ def test_alpha_spending_boundary_spends_alpha_and_holds_when_information_saturat
     wave is α; with information that saturates (a task × arm term) it crosses less."""
     from runtime.stats.spending import boundary
 
-    c = np.asarray(boundary(10, 0.05))
-    assert np.all(np.diff(c[np.isfinite(c)]) < 0) and 1.96 < c[-1] < 2.2  # O'Brien–Fleming-like
+    obf = np.asarray(boundary(10, 0.05, "obrien-fleming"))
+    assert np.all(np.diff(obf[np.isfinite(obf)]) < 0) and 1.96 < obf[-1] < 2.2
+    c = np.asarray(boundary(10, 0.05))  # the default spends more early: lower first looks
+    assert np.all(np.diff(c) < 0) and c[0] < obf[0] and c[-1] > obf[-1]
     rng = np.random.default_rng(4)
     steps = rng.standard_normal((60_000, 10))
     linear = np.cumsum(steps, axis=1) / np.sqrt(np.arange(1, 11))

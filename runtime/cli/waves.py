@@ -183,6 +183,7 @@ def dry_run_lines(env: str, tasks: int, modes: list[str], max_trials: int, margi
     from runtime.stats import published
     from runtime.stats.sequential import SHOWN_TASKS
     from runtime.stats.sequential_plan import expected_waves
+    from runtime.stats.spending import SPENDING
 
     from runtime.stats.sequential import SPENDING_TASKS, planned_looks
 
@@ -199,7 +200,7 @@ def dry_run_lines(env: str, tasks: int, modes: list[str], max_trials: int, margi
     tm, errors = published.TASK_MODE_SD, PLANNED_ERROR_RATE
     planned = paper[0] / paper[2] if paper else 2 * margin
     per_wave = tasks * len(modes)
-    chosen = (f"α-spending over {looks} waves (Lan–DeMets, O'Brien–Fleming-type; --max-trials given)"
+    chosen = (f"α-spending over {looks} waves (Lan–DeMets, {SPENDING} spending; --max-trials given)"
               if looks else "time-uniform (no --max-trials: no last look to spend α over)")
     lines = lines_before + [(f"--until-decided: waves of {per_wave} episodes ({tasks} tasks × {len(modes)} modes), "
               f"at most {max_trials}; margin ±{margin:g}; boundary {chosen}; simulated with {label}, "

@@ -124,7 +124,8 @@ def evaluate(df: pd.DataFrame, *, margin: float = DEFAULT_MARGIN, alpha: float =
     arms = sorted(set(df["arm"])) if len(df) else []
     settings = settings or {}
     margin, alpha = settings.get("margin", margin), settings.get("alpha", alpha)
-    looks, family, rho = settings.get("looks"), settings.get("spending", "obrien-fleming"), settings.get("precision")
+    # the spending function recorded at the first look (none recorded: the default, ``SPENDING``)
+    looks, family, rho = settings.get("looks"), settings.get("spending"), settings.get("precision")
     pairs = [tuple(p) for p in settings["comparisons"]] if settings.get("comparisons") else \
         planned([a for a in arms if a != AA_MODE])
     pairs = [p for p in pairs if p[0] in arms and p[1] in arms]
@@ -317,11 +318,11 @@ def new_settings(*, margin: float, alpha: float, comparisons: list[tuple[str, st
     """What a decision rests on, to be fixed at the first look: margin, α, the comparisons, the
     boundary (α-spending over ``looks`` waves, or time-uniform) and the mixture's tuning."""
     from runtime.stats.sequential import TUNED_AT, mixture_precision
-    from runtime.stats.spending import RESERVE
+    from runtime.stats.spending import RESERVE, SPENDING
 
     return {"margin": margin, "alpha": alpha, "comparisons": [list(p) for p in comparisons],
             "boundary": "alpha-spending" if looks else "time-uniform", "looks": looks,
-            "spending": "obrien-fleming", "reserve": RESERVE if looks else None,
+            "spending": SPENDING, "reserve": RESERVE if looks else None,
             "tuned_at_margins": TUNED_AT, "precision": mixture_precision(margin, alpha)}
 
 

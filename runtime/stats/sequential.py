@@ -155,7 +155,7 @@ class Sequence:
 
 
 def z_boundary(variance, waves, *, margin: float, alpha: float = ALPHA, looks: int | None = None,
-               family: str = "obrien-fleming", rho: float | None = None):
+               family: str | None = None, rho: float | None = None):
     """The boundary in standard errors at every wave (before the small-sample reading):
     time-uniform (``looks`` None) or α-spending over ``looks`` waves with the rest time-uniform."""
     v = np.asarray(variance, dtype=float)
@@ -167,15 +167,15 @@ def z_boundary(variance, waves, *, margin: float, alpha: float = ALPHA, looks: i
 
     if looks is None:
         return uniform(alpha)
-    from runtime.stats.spending import RESERVE, boundary
+    from runtime.stats.spending import RESERVE, SPENDING, boundary
 
-    planned = np.asarray(boundary(int(looks), alpha * (1 - RESERVE), family))
+    planned = np.asarray(boundary(int(looks), alpha * (1 - RESERVE), family or SPENDING))
     inside = w <= looks
     return np.where(inside, planned[np.clip(w, 1, looks) - 1], uniform(alpha * RESERVE))
 
 
 def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA,
-             looks: int | None = None, family: str = "obrien-fleming",
+             looks: int | None = None, family: str | None = None,
              rho: float | None = None) -> Sequence:
     """The confidence sequence of Δ after each wave, from ``(..., tasks, waves)`` paired
     differences (treatment − control, each in [−1, 1]; NaN where a pair is incomplete);
@@ -255,7 +255,7 @@ class Decision:
 
 
 def decide(differences: np.ndarray, *, margin: float, alpha: float = ALPHA, looks: int | None = None,
-           family: str = "obrien-fleming", rho: float | None = None) -> Decision:
+           family: str | None = None, rho: float | None = None) -> Decision:
     """One comparison's decision from its ``(tasks, waves)`` paired differences: the first wave
     whose sequence decides, and the sequence there (else at the last wave)."""
     d = np.asarray(differences, dtype=float)
@@ -271,12 +271,12 @@ def decide(differences: np.ndarray, *, margin: float, alpha: float = ALPHA, look
                     method(looks, family))
 
 
-def method(looks: int | None, family: str = "obrien-fleming") -> str:
+def method(looks: int | None, family: str | None = None) -> str:
     """The boundary in words, as summary.json and the report name it."""
     small = "read as Student-t with tasks − 1 degrees of freedom; tasks the cluster, read after every wave"
     if looks is None:
         return f"normal-mixture confidence sequence in information time (Howard et al. 2021), {small}"
-    from runtime.stats.spending import RESERVE
+    from runtime.stats.spending import RESERVE, SPENDING
 
-    return (f"α-spending boundary over {looks} waves (Lan–DeMets, {family}) on {1 - RESERVE:.0%} of α, "
+    return (f"α-spending boundary over {looks} waves (Lan–DeMets, {family or SPENDING}) on {1 - RESERVE:.0%} of α, "
             f"the rest to a time-uniform sequence past wave {looks}; {small}")
