@@ -185,7 +185,6 @@ def _at_the_bounds(differences, found: Interval, floor, inverse, confidence: flo
     floor, and its upper bound sits below a real effect: the *no effect that large* verdict was
     wrong in 6–9 % at 20 × 5 with skewed effects. Where pairs differ often (success rates away
     from 0 and 1) the observed share is the larger and nothing changes."""
-    mean = np.asarray(found.mean, dtype=float)
     low, high = np.asarray(found.low, dtype=float), np.asarray(found.high, dtype=float)
     clustered = PRIOR_ICC + (1 - PRIOR_ICC) * np.asarray(inverse, dtype=float)
     def at(bound):
