@@ -21,7 +21,7 @@ random, on hard tasks, or only on the treatment's failing episodes.
 5. The Δ at a stop against the truth (why the report caveats it).
 
 ``--scale F`` multiplies every experiment count (0.25 for a quick look); the full run (scale 1)
-takes about 10–15 minutes on one core. ``--write bench/SEQUENTIAL.md`` replaces the tables there
+takes about three minutes on one core (182 s on a shared machine). ``--write bench/SEQUENTIAL.md`` replaces the tables there
 (the text above them is kept).
 """
 
@@ -156,7 +156,7 @@ def tables() -> int:
     print("Task effects skewed: a task × arm term of sd 0.3 and the treatment's shift on the logit "
           "scale, success near 0 or 1, ICC 0.4, 5 % errored at random; covered = the true Δ (the "
           "population's, integrated over two million tasks) inside the interval at *every* wave.\n")
-    print("Task difficulties: Beta (the rows without a family), and as a check that the rule is not "
+    print("Task difficulties: Beta, and as a check that the rule is not "
           "tuned to one shape, logit-normal and a point mass (60 % of tasks fixed at 0 or 1 in both "
           "arms, the effect carried by the rest; bench/experiments.py's FAMILIES).\n")
     print("| family | tasks | success | logit shift | true Δ | time-uniform | α-spending (40) | misses below the truth (TU / spending) |")
