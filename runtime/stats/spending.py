@@ -28,9 +28,10 @@ import numpy as np
 STEP = 0.02
 """Grid step on the score scale (the increment per look has sd 1)."""
 SPENDING = "power:1.5"
-"""The spending function new runs record at their first look. Chosen by
-bench/sequential_calibration.py at τ-bench airline's figures (50 tasks, success 0.46, ICC 0.405,
-80 % power, 1,000 runs a case): planned for +0.05 it takes 92 % of the fixed design's episodes at
+"""The spending function new runs record at their first look. Chosen at τ-bench airline's
+figures (50 tasks, success 0.46, ICC 0.405, 80 % power) in an exploratory scan of 1,000 runs a
+case (bench/SEQUENTIAL.md reproduces ρ 1.5 against O'Brien–Fleming-type on 2,000: 94 % / 63 %
+against 95 % / 71 %): planned for +0.05 it takes 92 % of the fixed design's episodes at
 +0.05 and 59 % at +0.07, against O'Brien–Fleming-type's 94 % and 68 % (ρ 1: 96 % and 58 %; ρ 2:
 93 % and 61 %); at Δ 0 it runs 136 % against 130 %. A folder keeps the function it recorded."""
 RESERVE = 0.1
