@@ -8,7 +8,9 @@ execution score with a paired 95% CI of its difference to Plan-first, the plan j
 correctness and grade p0 → p1, E1–E6 rates p0 → p1, guard firings, tokens and cost.
 ``leaky`` is the positive control and is labelled an upper bound wherever it appears. With
 ``anti-leak`` and ``sealed`` both run, ``ablation.md`` also gives Refine(anti-leak) −
-Refine(sealed): how much of the gain needs the critic's free text.
+Refine(sealed): how much of the gain needs the critic's free text. ``--until-decided`` runs in
+waves until each Refine(strategy) − Plan-first is decided (α split between them), a strategy's
+arm stopping once its comparison is.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"comma-separated names ({', '.join(STRATEGIES)}) or all")
         options = {k: v for k, v in vars(args).items() if k != "strategies"}
         config = validate.load_config(argparse.Namespace(**{**options, "mode": "refine"}))
+        asked = config  # --margin / --max-trials as given, before defaults
+        if config.until_decided:  # each Refine(strategy) − Plan-first decides on its own
+            config = validate.until_decided_settings(
+                config.model_copy(update={"mode": ["plan-first", "refine"]}), None, args.trials)
         refuse_early(config)
         from rich.console import Console
         from rich.markup import escape
@@ -60,6 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = build_run(config, console.print, modes=["plan-first", "refine"],
                         strategies=["all"] if strategies == ["all"] else strategies,
                         run_id_prefix="ablate-")
+        run_one = None
+        if config.until_decided:
+            from runtime.cli.waves import fixed_settings, run_until_decided
+
+            run = fixed_settings(run, margin=asked.margin, max_trials=asked.max_trials)
+            run_one = run_until_decided
 
         def finish() -> int:
             records = write_summary(run, console)
@@ -69,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_report(run, console)
             return error_rate_exit(records, run.config.max_error_rate)
 
-        return execute([run], console, finish)
+        return execute([run], console, finish, run_one=run_one)
 
     return guarded(body)
 
@@ -77,8 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def refuse_fixed_options(args: argparse.Namespace) -> None:
     """ablate always runs Plan-first and Refine with the strategies of ``--strategies``: a
     ``--mode`` or ``--strategy`` it would ignore is refused instead."""
-    for option, given in (("--dry-run", args.dry_run), ("--target-mde", args.target_mde is not None),
-                          ("--until-decided", bool(args.until_decided))):
+    for option, given in (("--dry-run", args.dry_run), ("--target-mde", args.target_mde is not None)):
         if given:
             raise UsageError(f"{option}: ablate has none; size the run with python -m runtime.validate "
                              f"{option} (or python -m runtime.power)")

@@ -73,6 +73,14 @@ class Table3Config(RunSettings):
     models: list[str] = Field(min_length=1)
     environments: list[EnvironmentCell] = Field(min_length=1)
     published: dict[str, Published] = Field(default_factory=dict)
+    until_decided: bool = Field(default=False, description="Run every cell in waves until each of "
+        "its comparisons is decided (runtime.cli.waves); α 0.05 split evenly across the cells, "
+        "and within a cell across its comparisons (Bonferroni); an arm stops once every comparison "
+        "it is in is decided.")
+    max_trials: int | None = Field(default=None, ge=1, le=1000, description="With until_decided: "
+        "the most waves per cell (default 40); given, an α-spending boundary is planned over it.")
+    margin: float | None = Field(default=None, gt=0, lt=1, description="With until_decided: the "
+        "smallest effect of interest (default 0.03).")
 
     @field_validator("strategies")
     @classmethod
@@ -196,19 +204,30 @@ def draw_sample(config: Table3Config, out: Path) -> dict[str, dict[str, list[str
 
 
 def cell_configs(config: Table3Config, sample: dict[str, dict[str, list[str]]]) -> list[RunConfig]:
-    runs = []
-    for cell in config.environments:
-        for model in config.models:
-            for domain, ids in sample.get(cell.env, {}).items():
-                if not ids:
-                    continue
-                runs.append(RunConfig(
-                    **{**config.shared(), "max_steps": cell.max_steps or config.max_steps,
-                       "strategy": config.refine_strategies[0]},
-                    env=cell.env, mode="all", domain=domain, task_ids=ids, model=model,
-                    out=config.out, run_id=config.name,
-                ))
-    return runs
+    cells = [(cell, model, domain, ids) for cell in config.environments for model in config.models
+             for domain, ids in sample.get(cell.env, {}).items() if ids]
+    sequential = sequential_settings(config, len(cells))
+    return [RunConfig(**{**config.shared(), "max_steps": cell.max_steps or config.max_steps,
+                         "strategy": config.refine_strategies[0], **sequential},
+                      env=cell.env, mode="all", domain=domain, task_ids=ids, model=model,
+                      out=config.out, run_id=config.name)
+            for cell, model, domain, ids in cells]
+
+
+def sequential_settings(config: Table3Config, cells: int) -> dict[str, Any]:
+    """A cell's ``--until-decided`` settings: its share of α, the waves, the margin."""
+    if not config.until_decided:
+        return {}
+    from runtime.reports.decision import DEFAULT_MARGIN
+    from runtime.stats.sequential import SHOWN_WAVES
+    from runtime.validate import MAX_TRIALS
+
+    if config.max_trials is not None and config.max_trials > SHOWN_WAVES:
+        raise UsageError(f"max_trials {config.max_trials}: --until-decided's type-I error has been shown "
+                         f"up to {SHOWN_WAVES} waves (bench/SEQUENTIAL.md); accepted: 1 to {SHOWN_WAVES}")
+    waves = config.max_trials or MAX_TRIALS
+    return {"until_decided": True, "max_trials": waves, "trials": waves, "planned_looks": config.max_trials,
+            "margin": config.margin or DEFAULT_MARGIN, "decision_alpha": 0.05 / max(cells, 1)}
 
 
 def arms(config: Table3Config) -> list[tuple[str, str | None]]:
@@ -320,6 +339,9 @@ def dry_run(config: Table3Config, sample, console: Console) -> int:
                              f"model calls, ~${arm['cost_usd']:.2f}"))
     for line in detectable_lines(config, sample):
         console.print(escape(line))
+    if config.until_decided:
+        for line in sequential_lines(config, sample, est):
+            console.print(escape(line), soft_wrap=True)
     for role, models in est["unpriced_roles"].items():
         console.print(f"[bold red]UNPRICED[/] {escape(role)}: {escape(', '.join(models))} — its "
                       "calls are counted as $0 here and in the run; give --price "
@@ -339,6 +361,69 @@ def dry_run(config: Table3Config, sample, console: Console) -> int:
     return 0
 
 
+def sequential_lines(config: Table3Config, sample, est: dict[str, Any]) -> list[str]:
+    """``--until-decided``'s price beside the fixed design's: expected episodes and dollars (every
+    comparison at the paper's lower figure, and all at Δ 0) and the worst case (every cell to
+    max_trials), from ``runtime.stats.sequential_plan``'s simulation under the planner's
+    assumptions. A rough figure: every arm of a cell is taken to run as long as Refine −
+    Plan-first at that Δ does (an arm stops once all its comparisons are decided)."""
+    from runtime.cli.plan import PLANNED_ERROR_RATE
+    from runtime.cli.waves import PLANNING
+    from runtime.reports.decision import planned as planned_pairs
+    from runtime.stats import published
+    from runtime.stats.sequential import SHOWN_TASKS, planned_looks
+    from runtime.stats.sequential_plan import expected_waves
+
+    from functools import lru_cache
+
+    @lru_cache(maxsize=None)  # the models of one environment share a simulation
+    def expected(tasks, waves, margin, delta, mean, icc, looks, alpha):
+        return expected_waves(tasks=tasks, max_waves=waves, margin=margin, delta=delta, mean=mean, icc=icc,
+                              task_arm_sd=published.TASK_MODE_SD, error_rate=PLANNED_ERROR_RATE,
+                              experiments=200, looks=looks, alpha=alpha)
+
+    cells = [(cell, model, domain, ids) for cell in config.environments for model in config.models
+             for domain, ids in sample.get(cell.env, {}).items() if ids]
+    settings = sequential_settings(config, len(cells))
+    waves, margin = settings["max_trials"], settings["margin"]
+    labels = {arm_label(m, s): (m if m != "refine" else (f"refine:{s}" if s != config.refine_strategies[0] else "refine"))
+              for m, s in arms(config)}
+    pairs = planned_pairs(list(labels.values()))
+    per_arm_cost = {label: a["cost_usd"] / a["episodes"] if a["episodes"] else 0.0 for label, a in est["by_arm"].items()}
+    fixed_cost = est["cost_usd"]
+    fixed_episodes = est["episodes"]
+    out = [f"--until-decided: {len(cells)} cells × {len(pairs)} comparisons, α 0.05 split evenly "
+           f"({0.05 / max(len(cells) * len(pairs), 1):.2g} each, Bonferroni), margin ±{margin:g}, at most "
+           f"{waves} waves; simulated with task × arm sd {published.TASK_MODE_SD:g} and "
+           f"{PLANNED_ERROR_RATE:.0%} errored, 200 runs per cell:"]
+    totals = {"planned": [0.0, 0.0], "null": [0.0, 0.0], "worst": [0.0, 0.0]}
+    for cell, model, domain, ids in cells:
+        tasks = len(ids)
+        if tasks < SHOWN_TASKS:
+            out.append(f"  {cell.env}/{domain}: {tasks} tasks: refused (shown from {SHOWN_TASKS})")
+            continue
+        pub = config.published.get(cell.env)
+        delta = pub.low / pub.scale if pub else 2 * margin
+        mean, icc, _ = PLANNING.get(cell.env, (0.5, 0.2, ""))
+        looks = planned_looks(tasks, config.max_trials)
+        each = 0.05 / (len(cells) * max(len(pairs), 1))
+        for case, at in (("planned", delta), ("null", 0.0)):
+            found = expected(tasks, waves, margin, at, mean, icc, looks, each)
+            for label, arm in labels.items():
+                if any(arm in p for p in pairs) or not pairs:
+                    totals[case][0] += found.mean_waves * tasks
+                    totals[case][1] += found.mean_waves * tasks * per_arm_cost.get(label, 0.0)
+        for label in labels:
+            totals["worst"][0] += waves * tasks
+            totals["worst"][1] += waves * tasks * per_arm_cost.get(label, 0.0)
+    for case, name in (("planned", "every comparison at the paper's lower figure"), ("null", "every comparison at Δ 0"),
+                       ("worst", f"worst case, every cell to {waves} waves")):
+        episodes, cost = totals[case]
+        out.append(f"  {name}: ~{episodes:,.0f} episodes, ~${cost:,.2f}")
+    out.append(f"  fixed design ({config.trials} trial(s)): {fixed_episodes:,} episodes, ~${fixed_cost:,.2f}")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = command_parser("python -m runtime.table3", __doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, required=True)
@@ -347,6 +432,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="print the matrix, its cost and the detectable Δ of each comparison; call no model")
     parser.add_argument("--target-mde", type=float, metavar="DELTA",
                         help="choose the trials so Refine − Plan-first can detect this Δ (80%% power, α 0.05)")
+    parser.add_argument("--until-decided", action="store_true", default=None,
+                        help="run every cell in waves until each comparison is decided (config key until_decided)")
+    parser.add_argument("--max-trials", type=int, metavar="N", help="with --until-decided: the most waves (max_trials)")
+    parser.add_argument("--margin", type=float, metavar="DELTA",
+                        help="with --until-decided: the smallest effect of interest (margin)")
     add_budget_options(parser)
     add_folder_options(parser)
     args = parser.parse_args(argv)
@@ -372,6 +462,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = target_trials(config, sample, args.target_mde, console.print)
         runs = [build_run(c, console.print, modes=list(config.modes), strategies=config.refine_strategies)
                 for c in cell_configs(config, sample)]
+        run_one = None
+        if config.until_decided:  # before any episode: the settings fixed at a first look win
+            from runtime.cli.waves import fixed_settings, run_until_decided
+
+            runs = [fixed_settings(r, margin=config.margin, max_trials=config.max_trials) for r in runs]
+            run_one = run_until_decided
         write_json_atomic(config.out / "table3.json", json.loads(config.model_dump_json()))
 
         def finish() -> int:
@@ -382,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 console.print(report_line(report.build(config.out)), soft_wrap=True)
             return error_rate_exit(records, config.max_error_rate)
 
-        return execute(runs, console, finish)
+        return execute(runs, console, finish, run_one=run_one)
 
     return guarded(body)
 
@@ -394,6 +490,13 @@ def with_options(config: Table3Config, args) -> Table3Config:
         update["out"] = args.out
     if args.no_report:
         update["no_report"] = True
+    for name in ("until_decided", "max_trials", "margin"):
+        if getattr(args, name, None) is not None:
+            update[name] = getattr(args, name)
+    if not (update.get("until_decided") or config.until_decided):
+        given = [f"--{n.replace('_', '-')}" for n in ("max_trials", "margin") if update.get(n) is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)}: only with --until-decided (or until_decided: true)")
     values = config.model_dump()
     if args.max_cost is not None:
         values["max_cost"] = args.max_cost

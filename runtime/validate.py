@@ -148,9 +148,11 @@ def parser() -> argparse.ArgumentParser:
                    "anytime-valid interval decides each comparison: effect (it excludes 0) or no "
                    "effect of interest (it lies inside ±--margin); or at --max-trials / --max-cost")
     p.add_argument("--max-trials", type=int, metavar="N",
-                   help="with --until-decided: the most trials per task and mode (default 40)")
+                   help="with --until-decided: the most trials per task and mode (default 40, at most "
+                   "200); given, with 50 tasks or more, α is spent over exactly these waves (α-spending)")
     p.add_argument("--margin", type=float, metavar="DELTA",
-                   help="with --until-decided: the smallest effect of interest (default 0.03, the "
+                   help="with --until-decided: the smallest effect of interest, fixed at the folder's "
+                   "first look (default 0.03, the "
                    "APB paper's lower τ²-bench figure)")
     add_folder_options(p)
     p.add_argument("--episode-max-tokens", type=int,
@@ -169,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args)
         if args.target_mde is not None and not args.target_mde > 0:
             raise UsageError(f"--target-mde {args.target_mde:g}: accepted: a Δ > 0")
+        asked = config  # --margin / --max-trials as given (None: not given), before defaults
         config = until_decided_settings(config, args.target_mde, args.trials)
         if args.dry_run:
             return dry_run(config, args.target_mde)
@@ -181,6 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         console = Console(stderr=False)
         run = build_run(config, console.print)
+        if config.until_decided:  # before any episode: the settings fixed at the first look win
+            from runtime.cli.waves import fixed_settings
+
+            run = fixed_settings(run, margin=asked.margin, max_trials=asked.max_trials)
 
         def finish() -> int:
             records = write_summary(run, console)
@@ -215,7 +222,15 @@ def until_decided_settings(config: RunConfig, target: float | None, trials: int 
         if value is not None:
             raise UsageError(f"{option} with --until-decided: the run sizes itself; give --max-trials "
                              "for the most trials per task and mode")
+    from runtime.stats.sequential import SHOWN_WAVES
+
+    if config.max_trials is not None and config.max_trials > SHOWN_WAVES:
+        raise UsageError(f"--max-trials {config.max_trials}: --until-decided's type-I error has been "
+                         f"shown up to {SHOWN_WAVES} waves (bench/SEQUENTIAL.md); accepted: 1 to "
+                         f"{SHOWN_WAVES}")
+    # --max-trials given: the last look is known, and an α-spending boundary spends α over it
     return config.model_copy(update={"max_trials": config.max_trials or MAX_TRIALS,
+                                     "planned_looks": config.planned_looks or config.max_trials,
                                      "margin": config.margin or DEFAULT_MARGIN,
                                      "trials": config.max_trials or MAX_TRIALS})
 
@@ -302,7 +317,7 @@ def dry_run(config: RunConfig, target: float | None) -> int:
         from runtime.cli.waves import dry_run_lines
 
         for line in dry_run_lines(config.env, tasks, modes, config.max_trials, config.margin, cost,
-                                  paper_effect(config.env)):
+                                  paper_effect(config.env), looks=config.planned_looks):
             print(line)
     return 0
 

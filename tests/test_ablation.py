@@ -145,3 +145,26 @@ def test_judge_retries_bad_answers_then_records_the_failure(bad):
     assert ok.judgement is not None and ok.attempts == 2
     failed = PlanJudge(Answers(bad, bad, bad)).judge(VIEW, Supervision(task_id="t"), Plan(plan="x"))
     assert failed.judgement is None and failed.attempts == 3 and failed.failure
+
+
+@pytest.mark.slow  # 10 tasks × up to 3 waves × 3 arms through τ²
+def test_ablate_until_decided_stops_each_strategy_when_its_comparison_is_decided(tmp_path):
+    """Known answers: only the leaky critic fixes the wrong p0, so Refine(leaky) − Plan-first is
+    decided within the waves and its arm stops; Refine(none) − Plan-first (all ties) is not and
+    runs to --max-trials."""
+    out = tmp_path / "run"
+    tasks = suitable_tasks("airline", limit=10)
+    model = PlanFollowingRoles().model_name("plan-follower-ablation-decided")
+    assert ablate.main(["--env", "tau2", "--domain", "airline", "--task-ids", ",".join(tasks),
+                        "--strategies", "none,leaky", "--model", model, "--out", str(out), "--no-cache",
+                        "--until-decided", "--max-trials", "3", "--no-report"]) == 0
+    records = read_records(out)
+    waves = {}
+    for r in records:
+        arm = r["key"]["strategy"] or r["key"]["mode"]
+        waves[arm] = max(waves.get(arm, 0), r["key"]["trial"] + 1)
+    assert waves["leaky"] < 3 and waves["none"] == waves["plan-first"] == 3, waves
+    decision = json.loads((out / "summary.json").read_text())["decision"]
+    rows = {r["treatment"].split(" ")[0]: r for r in decision["comparisons"]}
+    assert rows["refine:leaky"]["decision"] == "effect" and rows["refine:none"]["decision"] == "undecided"
+    assert decision["correction"] == "Bonferroni"

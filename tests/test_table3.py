@@ -256,3 +256,60 @@ out: {out}
     assert any(words in reading for words in ("free text carried part", "sealed scores higher",
                                                "no evidence that the free text matters", "inconclusive"))
     assert pd.read_csv(out / "report.csv")["strategy"].tolist() == ["anti-leak", "sealed"]
+
+
+def test_dry_run_until_decided_prices_the_sequential_matrix(capsys):
+    """The shipped config: expected and worst-case episodes and dollars beside the fixed design."""
+    config = Path(__file__).resolve().parents[1] / "configs" / "table3.yaml"
+    assert table3.main(["--config", str(config), "--dry-run", "--until-decided", "--max-trials", "6",
+                        "--out", "/nonexistent/never-written"]) == 0
+    out = capsys.readouterr().out
+    assert "--until-decided: 12 cells × 3 comparisons, α 0.05 split evenly" in out
+    expected = re.search(r"every comparison at the paper's lower figure: ~([\d,]+) episodes, ~\$([\d,.]+)", out)
+    worst = re.search(r"worst case, every cell to 6 waves: ~([\d,]+) episodes", out)
+    fixed = re.search(r"fixed design \(3 trial\(s\)\): ([\d,]+) episodes", out)
+    assert expected and worst and fixed, out
+    assert int(expected[1].replace(",", "")) <= int(worst[1].replace(",", "")) == 2 * int(fixed[1].replace(",", ""))
+    assert not Path("/nonexistent/never-written").exists()
+
+
+@pytest.mark.slow  # 16 tasks × up to 5 waves × 3 arms through τ² (about a minute alone)
+def test_a_scripted_matrix_until_decided_stops_its_decided_comparisons_early(tmp_path):
+    """Refine − Plan-first is a large effect (+0.6), Plan-first − Direct none: Refine stops once
+    its comparison is decided; Direct and Plan-first go on to max_trials; the report leads with
+    the decision."""
+    from testkit import stochastic
+    from testkit.stochastic import StochasticBenchmark
+    from tests.conftest import read_records
+
+    from testkit.plan_follower import suitable_tasks
+
+    model = stochastic.register(StochasticBenchmark(mean=0.3, effect=0.6, icc=0.3), "stochastic-t3")
+    out = tmp_path / "out"
+    out.mkdir()  # tasks whose failing replay fails (a drawn sample would dilute the effect)
+    (out / "sample.json").write_text(json.dumps({"sample": {"tau2": {"airline": suitable_tasks("airline", 16)}}}))
+    config = _write(tmp_path, f"""
+name: t3-decided
+seed: 3
+modes: [direct, plan-first, refine]
+models: [{model}]
+concurrency: 4
+no_judge: true
+until_decided: true
+max_trials: 5
+environments:
+  - env: tau2
+    domains: [airline]
+    tasks: 16
+out: {out}
+""")
+    assert table3.main(["--config", str(config)]) == 0
+    records = read_records(out)
+    waves = {m: 1 + max(r["key"]["trial"] for r in records if r["key"]["mode"] == m) for m in ("direct", "plan-first", "refine")}
+    assert waves["refine"] < 5 and waves["plan-first"] == waves["direct"] == 5, waves
+    fixed = json.loads((out / "run.json").read_text())["decision_settings"]
+    [(cell, settings)] = fixed.items()
+    assert cell.startswith("tau2/airline/") and settings["alpha"] == 0.05 and settings["looks"] is None
+    md = (out / "report.md").read_text()
+    lead = md.split("\n\n")[1]
+    assert lead.startswith("**Decision**") and "refine − plan-first: effect at wave" in md.split("\n\n")[2]

@@ -211,10 +211,9 @@ def summary_of(run: Run) -> tuple[dict, list[EpisodeRecord]]:
     if run.embedded:
         result["note"] = EMBEDDED_NOTE
     if run.config.until_decided and records:  # the sequence's state is the records: recomputed
-        from runtime.reports.decision import decision_entry
+        from runtime.cli.waves import decision_of
 
-        result["decision"] = decision_entry(summary.frame(records), margin=config.margin,
-                                            max_trials=config.max_trials, tasks=len(spec.task_ids))
+        result["decision"] = decision_of(run, records)
     return result, records
 
 

@@ -254,6 +254,11 @@ class RunConfig(RunSettings):
         "(runtime.reports.decision), or max_trials, or max_cost.")
     max_trials: int | None = Field(default=None, ge=1, le=1000, description="With until_decided: "
         "the most waves (trials per task and mode); default 40.")
+    decision_alpha: float | None = Field(default=None, gt=0, lt=1, description="With until_decided: "
+        "the error rate this run's decisions share (default 0.05; table3 splits 0.05 across its cells).")
+    planned_looks: int | None = Field(default=None, ge=1, le=1000, description="With until_decided: "
+        "the last wave an alpha-spending boundary is planned for (set from max_trials when it is "
+        "given; none: a time-uniform sequence).")
     margin: float | None = Field(default=None, gt=0, lt=1, description="With until_decided: the "
         "smallest effect of interest; an interval inside ±margin decides 'no effect of interest' "
         "(default 0.03, the APB paper's lower τ²-bench figure).")

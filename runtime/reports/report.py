@@ -323,9 +323,10 @@ def build(folder: Path, title: str | None = None, store: RunStore | None = None)
     beside = free_text.markdown_section(free_text.free_text_rows(cells(df, pooled=bool(meta)),
                                                                  meta.get("published", {})))
     head, _, rest = markdown(table, title, beside).partition("\n\n")
-    md = (f"{head}\n\n{task_sets.header(folder)}{rest}" + leaks.markdown_section(df) + channel.markdown_section(df)
-          + provenance.markdown_section(df)
-          + verdicts.markdown_section(df) + decision.report_section(folder, df))
+    lead, section = decision.report_parts(folder, df)  # a sequential run leads with its decision
+    md = (f"{head}\n\n{lead}{task_sets.header(folder)}{rest}" + leaks.markdown_section(df)
+          + channel.markdown_section(df) + provenance.markdown_section(df)
+          + verdicts.markdown_section(df) + section)
     if settings_mixed(df):
         counts = {str(k): int(v) for k, v in df["fingerprint"].value_counts().items()}
         md += f"\n> **warning:** {mixed_settings(counts)}; each row above is one fingerprint.\n"

@@ -26,8 +26,16 @@ over individual episodes (what the libraries implement) would take every trial f
 information and shrink towards the task set's own mean, not the population's: with a task × arm
 term it claims effects that another task sample would not show. ``I_w`` is estimated by the
 clustered standard error of the report's own interval (``Var D(w)`` over the tasks present), so
-the sequence is valid as the number of tasks grows, not exactly at 20 — bench/sequential_calibration.py
-measures its type-I error where it is used.
+the sequence is valid as the number of tasks grows; at 10–30 tasks a z boundary over an
+estimated variance claims effects too often (7.3 % at 10 tasks × 40 waves, 7.5 % at 20 × 200), so
+every boundary is read as a Student-t one with tasks − 1 degrees of freedom at the same tail
+probability (``runtime.stats.spending.small_sample``). bench/sequential_calibration.py measures
+the type-I error and coverage where it is used; the CLI refuses the designs it has not shown
+(``SHOWN_TASKS``, ``SHOWN_WAVES``).
+
+With a known last look (``looks``) the boundary is instead ``runtime.stats.spending``'s
+α-spending one over those looks, on (1 − RESERVE) of α; waves past them continue on this
+time-uniform sequence at the RESERVE share, so a resume that runs longer stays valid.
 
 Pure arithmetic: numpy arrays with any leading batch axes, so the calibration's 10,000 simulated
 experiments go through the code a run uses.
@@ -51,6 +59,25 @@ TUNED_AT = 2.0
 """The sequence is tuned for an effect of this many margins (+0.06 at the default margin: the
 middle of the paper's +0.03 … +0.07); bench/sequential_calibration.py chose it over 1 and 4
 (fewer expected episodes at the paper's effects, the same type-I error)."""
+
+SHOWN_TASKS = 10
+"""The fewest tasks at which bench/sequential_calibration.py has shown the type-I error ≤ 5 %
+(with a look after every wave); fewer is refused before any episode runs."""
+SHOWN_WAVES = 200
+"""The most waves shown (at SHOWN_TASKS tasks and up); more is refused."""
+SPENDING_TASKS = 50
+"""The fewest tasks at which the α-spending boundary's coverage of a real, skewed effect has been
+shown at 94 % (bench/SEQUENTIAL.md: 94.6–94.8 % at 50 tasks, 90.2–95.1 % at 20–30); with fewer a
+run with --max-trials keeps the time-uniform sequence, whose wider boundary covers at 20–30 tasks."""
+
+
+def planned_looks(tasks: int, max_trials_given: int | None) -> int | None:
+    """The boundary the planner chooses: α-spending over ``--max-trials`` when it is given and
+    the tasks are enough for it, else time-uniform (None)."""
+    return max_trials_given if max_trials_given and tasks >= SPENDING_TASKS else None
+
+PRIOR_TASKS = 15
+"""The floor's weight in tasks (as the fixed-size interval's, ``runtime.stats.intervals``)."""
 
 EFFECT = "effect"
 NO_EFFECT = "no effect of interest"
@@ -91,6 +118,29 @@ def task_means(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan), counts
 
 
+def discordance_floor(differences: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per wave, the least variance of one task's mean difference: one pair's variance (the
+    share of pairs whose two scores differ so far, with Agresti–Coull's pseudo-pairs, less the
+    squared mean difference) over the task's pairs — after the
+    fixed-size interval's floor (``runtime.stats.intervals``), for the sparse, skewed data of
+    success rates near 0 or 1 where the tasks' own spread is too small to trust."""
+    from runtime.stats.intervals import PSEUDO
+
+    d = np.asarray(differences, dtype=float)
+    present = ~np.isnan(d)
+    moved = np.cumsum(np.nansum(np.where(present, np.abs(d), 0.0), axis=-2), axis=-1)
+    pairs = np.cumsum(np.sum(present, axis=-2), axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        inverse = np.nanmean(np.where(counts > 0, 1.0 / np.maximum(counts, 1), np.nan), axis=-2)
+    sums = np.cumsum(np.nansum(np.where(present, d, 0.0), axis=-2), axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        second = (moved + PSEUDO) / (pairs + 2 * PSEUDO)
+        first = sums / (pairs + 2 * PSEUDO)  # the pseudo-pairs differ half each way
+    # a pair's variance, E d² − (E d)²: a run where every pair says +1 is not uncertain
+    return np.nan_to_num(np.maximum(second - first ** 2, 0.0) * inverse, nan=1.0)
+
+
 @dataclass(frozen=True)
 class Sequence:
     """The sequence after every wave (arrays over the last axis, waves 1..W)."""
@@ -104,22 +154,56 @@ class Sequence:
     """Var D(w) as estimated (the clustered standard error squared, floored)."""
 
 
-def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) -> Sequence:
+def z_boundary(variance, waves, *, margin: float, alpha: float = ALPHA, looks: int | None = None,
+               family: str | None = None, rho: float | None = None):
+    """The boundary in standard errors at every wave (before the small-sample reading):
+    time-uniform (``looks`` None) or α-spending over ``looks`` waves with the rest time-uniform."""
+    v = np.asarray(variance, dtype=float)
+    w = np.broadcast_to(np.asarray(waves), v.shape)
+    safe = np.where(np.isfinite(v) & (v > 0), v, 1.0)
+
+    def uniform(level):
+        return half_width(safe, rho or mixture_precision(margin), level) / np.sqrt(safe)
+
+    if looks is None:
+        return uniform(alpha)
+    from runtime.stats.spending import RESERVE, SPENDING, boundary
+
+    planned = np.asarray(boundary(int(looks), alpha * (1 - RESERVE), family or SPENDING))
+    inside = w <= looks
+    return np.where(inside, planned[np.clip(w, 1, looks) - 1], uniform(alpha * RESERVE))
+
+
+def sequence(differences: np.ndarray, *, margin: float, alpha: float = ALPHA,
+             looks: int | None = None, family: str | None = None,
+             rho: float | None = None) -> Sequence:
     """The confidence sequence of Δ after each wave, from ``(..., tasks, waves)`` paired
-    differences (treatment − control, each in [−1, 1]; NaN where a pair is incomplete)."""
-    means, _ = task_means(differences)  # (..., tasks, waves)
+    differences (treatment − control, each in [−1, 1]; NaN where a pair is incomplete);
+    ``looks``: the planned last wave of an α-spending boundary (None: time-uniform); ``rho``:
+    the mixture's precision as recorded at the first look (default: from ``margin``)."""
+    from runtime.stats.intervals import skew_extension
+    from runtime.stats.spending import small_sample
+
+    means, counts = task_means(differences)  # (..., tasks, waves)
     n = np.sum(~np.isnan(means), axis=-2)
     waves = np.arange(1, means.shape[-1] + 1)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a wave with no complete pair: NaN, said so
         estimate = np.nanmean(means, axis=-2) if means.size else np.full(n.shape, np.nan)
-        spread = np.nansum((means - np.expand_dims(estimate, -2)) ** 2, axis=-2) / np.maximum(n - 1, 1)
-    spread = np.maximum(spread, floor_variance(n, waves))
+        squares = np.nansum((means - np.expand_dims(estimate, -2)) ** 2, axis=-2)
+        spread = squares / np.maximum(n - 1, 1)
+        pooled = (squares + PRIOR_TASKS * discordance_floor(differences, counts)) / (np.maximum(n - 1, 0) + PRIOR_TASKS)
+        cubes = np.nansum((means - np.expand_dims(estimate, -2)) ** 3, axis=-2) / np.maximum(n, 1)
+    spread = np.maximum(np.maximum(spread, pooled), floor_variance(n, waves))
     variance = np.where(n >= 2, spread / np.maximum(n, 1), np.inf)
-    half = np.where(np.isfinite(variance), half_width(np.where(np.isfinite(variance), variance, 1.0),
-                                                      mixture_precision(margin), alpha), np.inf)
+    finite = np.isfinite(variance)
+    z = small_sample(z_boundary(variance, waves, margin=margin, alpha=alpha, looks=looks,
+                                family=family, rho=rho), n)
+    half = np.where(finite, z * np.sqrt(np.where(finite, variance, 1.0)), np.inf)
+    below, above = skew_extension(cubes, spread, n, z, half)
     # Δ of scores in [0, 1] lies in [−1, 1]: the sequence clipped there is as valid and readable
-    return Sequence(estimate, np.maximum(estimate - half, -1.0), np.minimum(estimate + half, 1.0), n, variance)
+    return Sequence(estimate, np.maximum(estimate - half - below, -1.0),
+                    np.minimum(estimate + half + above, 1.0), n, variance)
 
 
 def decisions(low, high, margin: float) -> np.ndarray:
@@ -157,6 +241,7 @@ class Decision:
     tasks: int
     margin: float
     alpha: float
+    method: str = ""
 
     def as_dict(self) -> dict:
         def number(x: float) -> float | None:  # JSON has no NaN: no estimate yet is None
@@ -166,11 +251,11 @@ class Decision:
                 "delta": number(self.estimate), "low": number(self.low), "high": number(self.high),
                 "tasks": self.tasks,
                 "margin": self.margin, "alpha": self.alpha,
-                "method": "normal-mixture confidence sequence in information time (Howard et al. "
-                          "2021), tasks the cluster, read after every wave"}
+                "method": self.method or method(None)}
 
 
-def decide(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) -> Decision:
+def decide(differences: np.ndarray, *, margin: float, alpha: float = ALPHA, looks: int | None = None,
+           family: str | None = None, rho: float | None = None) -> Decision:
     """One comparison's decision from its ``(tasks, waves)`` paired differences: the first wave
     whose sequence decides, and the sequence there (else at the last wave)."""
     d = np.asarray(differences, dtype=float)
@@ -178,8 +263,20 @@ def decide(differences: np.ndarray, *, margin: float, alpha: float = ALPHA) -> D
         raise ValueError(f"need (tasks, waves) differences, got shape {d.shape}")
     if d.shape[1] == 0:
         return Decision(UNDECIDED, None, 0, math.nan, -math.inf, math.inf, 0, margin, alpha)
-    seq = sequence(d, margin=margin, alpha=alpha)
+    seq = sequence(d, margin=margin, alpha=alpha, looks=looks, family=family, rho=rho)
     wave, code = first_decision(decisions(seq.low, seq.high, margin))
     at = int(wave) - 1 if wave else d.shape[1] - 1
     return Decision(WORDS[int(code)], int(wave) or None, d.shape[1], float(seq.estimate[at]),
-                    float(seq.low[at]), float(seq.high[at]), int(seq.tasks[at]), margin, alpha)
+                    float(seq.low[at]), float(seq.high[at]), int(seq.tasks[at]), margin, alpha,
+                    method(looks, family))
+
+
+def method(looks: int | None, family: str | None = None) -> str:
+    """The boundary in words, as summary.json and the report name it."""
+    small = "read as Student-t with tasks − 1 degrees of freedom; tasks the cluster, read after every wave"
+    if looks is None:
+        return f"normal-mixture confidence sequence in information time (Howard et al. 2021), {small}"
+    from runtime.stats.spending import RESERVE, SPENDING
+
+    return (f"α-spending boundary over {looks} waves (Lan–DeMets, {family or SPENDING}) on {1 - RESERVE:.0%} of α, "
+            f"the rest to a time-uniform sequence past wave {looks}; {small}")

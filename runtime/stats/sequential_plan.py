@@ -58,14 +58,16 @@ class Expected:
 
 def expected_waves(*, tasks: int, max_waves: int, margin: float, delta: float, mean: float,
                    icc: float, task_arm_sd: float = 0.0, error_rate: float = 0.0,
-                   experiments: int = 400, seed: int = 0) -> Expected:
-    """Waves an ``--until-decided`` run takes at true Δ ``delta`` (a fraction of a second)."""
+                   experiments: int = 400, seed: int = 0, looks: int | None = None,
+                   alpha: float = 0.05) -> Expected:
+    """Waves an ``--until-decided`` run takes at true Δ ``delta`` (a fraction of a second);
+    ``looks``: an α-spending boundary over that many waves (None: time-uniform)."""
     from runtime.stats.sequential import decisions, first_decision, sequence
 
     rng = np.random.default_rng(seed)
     d = paired_differences(rng, experiments, tasks, max_waves, mean=mean, icc=icc,
                            task_arm_sd=task_arm_sd, error_rate=error_rate, effect=delta)
-    seq = sequence(d, margin=margin)
+    seq = sequence(d, margin=margin, looks=looks, alpha=alpha)
     wave, code = first_decision(decisions(seq.low, seq.high, margin))
     waves = np.where(wave > 0, wave, max_waves)
     return Expected(delta, float(waves.mean()), float(np.quantile(waves, 0.9)),
