@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runtime.batch.halts import Abort, Stalled
 from runtime.folder import lost_attempts
 from runtime.folder.durable import WriteFailed
 from runtime.folder.records import Attempt
@@ -55,8 +56,6 @@ def stop(executor: Executor, store: RunStore, cause: BaseException, in_flight: i
     aborted and waited for, and every one whose record cannot be written (``outcomes``, those
     already back, then the rest) is noted as a lost attempt with the calls it made. Returns the
     error to raise."""
-    from runtime.batch.core import Abort, Stalled
-
     reason = f"cannot append to {store.records_path}: {getattr(cause, 'why', None) or cause}"
     executor.abort(Abort(reason))
     stopped = unnoted = 0

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from runtime.batch import appendable
+from runtime.batch.halts import Abort, Stalled
 from runtime.batch.budget import RunBudget, charged
 from runtime.episode.artifacts import Artifact, group_of, identity
 from runtime.episode.engine import lost_record
@@ -35,30 +36,12 @@ LOST_ATTEMPTS = 3
 infrastructure error with the reason (``--retry-errors`` runs it again)."""
 
 
-class Stalled(RuntimeError):
-    """Raised by an executor that can no longer run the pending episodes (a worker that cannot be
-    placed): the run stops like on a dead endpoint, resumable, exit 3."""
-
-
 class RunStopped(RuntimeError):
     """The run stopped early because of ``cause``; finished records are saved."""
 
     def __init__(self, cause: RunAborted):
         super().__init__(str(cause))
         self.cause = cause
-
-
-@dataclass(frozen=True)
-class Abort:
-    """Why the model layer of the process that ran an episode refuses further calls (plain data:
-    an exception's extra fields do not survive pickling)."""
-
-    reason: str
-    credentials: bool = False
-
-    @classmethod
-    def of(cls, aborted: RunAborted | None) -> "Abort | None":
-        return None if aborted is None else cls(str(aborted), aborted.credentials)
 
 
 @dataclass

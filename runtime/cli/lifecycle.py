@@ -211,7 +211,7 @@ def summary_of(run: Run) -> tuple[dict, list[EpisodeRecord]]:
     if run.embedded:
         result["note"] = EMBEDDED_NOTE
     if run.config.until_decided and records:  # the sequence's state is the records: recomputed
-        from runtime.cli.waves import decision_of
+        from runtime.cli.decision_state import decision_of
 
         result["decision"] = decision_of(run, records)
     return result, records

@@ -16,37 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from runtime.cli.decision_state import cell, decision_of, settings_of
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from runtime.compose.build import Run
     from runtime.folder.records import EpisodeRecord
-
-
-def decision_of(run: Run, records: list[EpisodeRecord]) -> dict[str, Any] | None:
-    """``summary.json``'s ``decision`` entry for ``run``'s records, under the settings fixed at
-    the folder's first look (before it: those this invocation would fix)."""
-    from runtime.reports.decision import decision_entry
-    from runtime.reports.summary import frame
-
-    df = frame(records)
-    if df.empty:
-        return None
-    return decision_entry(df, margin=run.config.margin, max_trials=run.config.max_trials,
-                          tasks=len(run.spec.task_ids), settings=settings_of(run))
-
-
-def settings_of(run: Run) -> dict[str, Any]:
-    """The settings recorded at the first look, else those this invocation would record."""
-    from runtime.reports.decision import ALPHA, new_settings, recorded_settings
-
-    recorded = recorded_settings(run.out, cell(run))
-    if recorded is not None:
-        return recorded
-    alpha = getattr(run.config, "decision_alpha", None) or ALPHA
-    intended = new_settings(margin=run.config.margin, alpha=alpha, comparisons=[],
-                            looks=getattr(run.config, "planned_looks", None))
-    return {k: v for k, v in intended.items() if k != "comparisons"}
 
 
 def fixed_settings(run: Run, *, margin: float | None, max_trials: int | None) -> Run:
@@ -108,14 +84,6 @@ def active_spec(run: Run, entry: dict[str, Any] | None, wave: int):
     if strategies:
         update["strategies"] = strategies
     return run.spec.model_copy(update=update)
-
-
-def cell(run: Run) -> str:
-    """This run's key in run.json's decision settings."""
-    from runtime.reports.decision import cell_of
-
-    spec = run.spec
-    return cell_of(getattr(spec, "env", "tau2"), getattr(spec, "domain", ""), getattr(spec, "tested_model", ""))
 
 
 def fix_at_first_look(run: Run, entry: dict[str, Any] | None) -> None:
