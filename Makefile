@@ -24,17 +24,17 @@ run: $(STAMP)
 	@echo "Running Refine on 2 tasks of τ²-bench's mock domain with the embedded model (a few minutes on 2 cores):"
 	$(PY) -m runtime.validate --env tau2 --mode refine
 
-# The suites run on TEST_WORKERS pytest-xdist workers; the tests that start Ray share one of them
-# (tests/conftest.py), every other test goes to whichever worker is free. TEST_WORKERS=0 runs them
-# in this one process.
+# The default suite runs on TEST_WORKERS pytest-xdist workers (0: in this one process). The slow
+# suite (real clusters, lost nodes and heads, machine-wide "no process left" checks) runs in one
+# process: two of its Ray clusters at once on 2 cores would only slow each other.
 TEST_WORKERS ?= 2
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS))
 
 test: $(STAMP)
 	$(PY) -m pytest $(XDIST)
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow $(XDIST)
+	$(PY) -m pytest -m slow
 
 smoke: $(STAMP)
 	$(PY) -m runtime.validate --env tau2 --mode all --domain mock --tasks 1 --max-steps 10 --out runs/smoke --no-cache

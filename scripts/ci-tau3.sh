@@ -28,9 +28,9 @@ CACHE=${EVR_TAU3_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/exec-validation-runtime/
 TESTS=(tests/test_tau3.py tests/test_tau3_task_sets.py tests/test_tau3_fidelity.py tests/test_tau3_regrade.py tests/test_tau3_embeddings.py tests/test_tau3_nl_judge.py
        tests/test_tau3_export.py tests/test_sealed_tau3.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-# The tests on TEST_WORKERS pytest-xdist workers (0: in one process), those that start Ray on one
-# of them (tests/conftest.py), as `make test` runs the suites.
-XDIST=(); [ "${TEST_WORKERS:-2}" != 0 ] && XDIST=(-n "${TEST_WORKERS:-2}" --dist loadgroup)
+# The tests on TEST_WORKERS pytest-xdist workers (0: in one process), as `make test` runs the
+# default suite.
+XDIST=(); [ "${TEST_WORKERS:-2}" != 0 ] && XDIST=(-n "${TEST_WORKERS:-2}")
 T0=$(date +%s)
 
 say()  { printf '[ci-tau3 %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }

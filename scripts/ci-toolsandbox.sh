@@ -33,9 +33,9 @@ TESTS=(tests/test_toolsandbox.py tests/test_toolsandbox_agreement.py tests/test_
        tests/test_toolsandbox_cluster.py tests/test_toolsandbox_budget.py tests/test_toolsandbox_requests.py
        tests/test_sealed_toolsandbox.py)
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-# The tests on TEST_WORKERS pytest-xdist workers (0: in one process), those that start Ray on one
-# of them (tests/conftest.py), as `make test` runs the suites.
-XDIST=(); [ "${TEST_WORKERS:-2}" != 0 ] && XDIST=(-n "${TEST_WORKERS:-2}" --dist loadgroup)
+# The tests on TEST_WORKERS pytest-xdist workers (0: in one process), as `make test` runs the
+# default suite.
+XDIST=(); [ "${TEST_WORKERS:-2}" != 0 ] && XDIST=(-n "${TEST_WORKERS:-2}")
 T0=$(date +%s)
 
 say()  { printf '[ci-toolsandbox %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }

@@ -11,7 +11,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("EVR_FACTS_HOME", tempfile.mkdtemp(prefix="evr-facts-"))
 
 import json  # noqa: E402
-import re  # noqa: E402
 from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -183,18 +182,3 @@ def pytest_runtest_makereport(item, call):
             report.outcome = "failed"
             report.longrepr = f"skipped although {var}=1: {reason}"
 
-
-RAY_TEST = re.compile(r"(^|[^a-z])(ray|cluster)([^a-z]|$)")
-"""A test whose id names Ray or a cluster (``test_ray_*.py``, ``[ray]`` cases,
-``test_threads_and_ray_…``, ``test_toolsandbox_cluster.py``) or that takes a Ray fixture."""
-RAY_FIXTURES = {"local_ray", "cluster"}
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``-n 2 --dist loadgroup``, as ``make test`` and CI run the suites) the
-    tests that start Ray share one worker, one after another as before: two Ray instances at once
-    on a 2-core machine would only slow each other, and the checks that no Ray process is left
-    behind look at the whole machine. Every other test goes to whichever worker is free."""
-    for item in items:
-        if RAY_FIXTURES & set(getattr(item, "fixturenames", ())) or RAY_TEST.search(item.nodeid.lower()):
-            item.add_marker(pytest.mark.xdist_group("ray"))
