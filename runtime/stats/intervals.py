@@ -26,14 +26,6 @@ only ever *raises* the variance (the pooled value is used when it exceeds the ta
 share of differing pairs misses part of a task × arm term when trials are many, and pooling
 down with it covered 93 % at 30 tasks × 8 trials.
 
-Two terms then only ever widen Δ's interval, one side at a time (``_at_the_bounds``,
-``skew_extension``): each bound's variance floor is what a Δ *at that bound* needs, and the side
-the tasks' skew points to gets the studentized mean's second-order term. Near 0 or 1 the upper
-bound was below a real, skewed effect in up to 9 % of 20 × 5 runs without them (a *no effect that
-large* verdict allows 2.5 %; bench/SEQUENTIAL.md's last table). The p-value stays the t test's:
-where the two terms widen the interval past 0 it can be below 0.05 while the interval covers 0,
-and the interval is what the verdict reads.
-
 Every function takes arrays with any leading batch axes — ``(..., tasks, trials)`` — so a
 simulation of thousands of experiments is one call through the same code a report uses.
 """
@@ -177,55 +169,8 @@ def paired_interval(treatment: np.ndarray, control: np.ndarray, *, confidence: f
     floor, inverse = discordance_floor(t, c)
     found = mean_interval(differences, floor=floor, confidence=confidence)
     within = (_within(t) + _within(c)) / 2
-    low, high = _at_the_bounds(differences, found, floor, inverse, confidence)
-    low, high = _skew_widened(differences, found, confidence, low, high)
-    # Δ of scores in [0, 1] lies in [−1, 1]: widened past it, a bound says nothing more
-    low = _scalar(np.maximum(low, np.minimum(-1.0, found.low)))
-    high = _scalar(np.minimum(high, np.maximum(1.0, found.high)))
-    return Interval(found.mean, found.se, low, high, found.p, found.units, found.sd,
+    return Interval(found.mean, found.se, found.low, found.high, found.p, found.units, found.sd,
                     found.observed_sd, found.floor_only, _scalar(inverse), _scalar(within))
-
-
-SCORE_STEPS = 4
-"""Fixed-point steps of the floor at the bounds (each only widens; four settle it to < 1e-4)."""
-
-
-def _at_the_bounds(differences, found: Interval, floor, inverse, confidence: float):
-    """Each bound with the floor that Δ *at that bound* implies, as Wilson's interval takes the
-    variance at the bound and not at the estimate: a pair's difference in {−1, 0, 1} with mean b
-    varies by at least |b| − b², and at the arms' intra-task correlation ``PRIOR_ICC`` a task's
-    mean of such pairs by at least (|b| − b²)(ρ + (1 − ρ) / pairs). Without it a run that happened
-    to see no differing pair (all-zero data at a success rate of 0.05) has only the
-    pseudo-pairs' floor, and its upper bound sits below a real effect: the *no effect that large*
-    verdict was wrong in 6–9 % at 20 × 5 with skewed effects. Where pairs differ often (success
-    rates away from 0 and 1) the observed share is the larger and nothing changes."""
-    low, high = np.asarray(found.low, dtype=float), np.asarray(found.high, dtype=float)
-    clustered = PRIOR_ICC + (1 - PRIOR_ICC) * np.asarray(inverse, dtype=float)
-    def at(bound):  # a difference in {−1, 0, 1} with mean b varies by at least |b| − b²
-        b = np.clip(np.abs(bound), 0.0, 1.0)
-        return np.fmax(floor, (b - b * b) * clustered)
-
-    for _ in range(SCORE_STEPS):
-        with np.errstate(invalid="ignore"):
-            up = mean_interval(differences, floor=at(high), confidence=confidence)
-            down = mean_interval(differences, floor=at(low), confidence=confidence)
-        high = np.fmax(high, np.asarray(up.high, dtype=float))
-        low = np.fmin(low, np.asarray(down.low, dtype=float))
-    return low, high
-
-
-def _skew_widened(differences: np.ndarray, found: Interval, confidence: float, low, high):
-    """The bounds ``low``, ``high`` with ``skew_extension`` on the side the tasks' skew points to."""
-    from scipy import stats
-
-    n = np.asarray(found.units)
-    mean = np.asarray(found.mean, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cubes = np.nansum((differences - np.expand_dims(mean, -1)) ** 3, axis=-1) / np.maximum(n, 1)
-        z = stats.norm.isf((1 - confidence) / 2) * np.ones_like(mean)
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    below, above = skew_extension(cubes, np.asarray(found.sd, dtype=float) ** 2, n, z, high - mean)
-    return _scalar(low - below), _scalar(high + above)
 
 
 def arm_interval(scores: np.ndarray, *, confidence: float = 0.95) -> Interval:
