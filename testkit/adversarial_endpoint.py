@@ -80,11 +80,13 @@ class _StubHandler(BaseHTTPRequestHandler):
         pass
 
 
-def _text(body: dict[str, Any]) -> str:
+def request_text(body: dict[str, Any]) -> str:
+    """Every message's content of a request, joined."""
     return "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
 
 
-def _block(text: str, tag: str) -> str | None:
+def tagged_block(text: str, tag: str) -> str | None:
+    """What a prompt holds between ``<tag>`` and ``</tag>``; None when it has no such block."""
     if f"<{tag}>" not in text:
         return None
     return text.split(f"<{tag}>", 1)[1].split(f"</{tag}>", 1)[0]
@@ -118,11 +120,11 @@ def values_in(text: str) -> list[str]:
 
 def seen_values(body: dict[str, Any]) -> tuple[list[str], bool]:
     """(the values the model will try to pass on, whether the request holds the reference)."""
-    text = _text(body)
-    hidden = _block(text, "hidden_reference")
+    text = request_text(body)
+    hidden = tagged_block(text, "hidden_reference")
     if hidden is None:  # the task's own part: the policy and tool documents are every task's
         return values_in(text.split("</available_tools>", 1)[-1]), False
-    plan = _block(text, "reference_plan") or ""
+    plan = tagged_block(text, "reference_plan") or ""
     return values_in(hidden + "\n" + plan), True
 
 
@@ -180,7 +182,7 @@ class Tally:
 def adversarial_critic(tally: Tally | None = None) -> Answer:
     def answer(body: dict[str, Any]) -> dict[str, Any]:
         values, saw_reference = seen_values(body)
-        text = _text(body)
+        text = request_text(body)
         kind = ("auditor" if "<critique>" in text else "critic" if saw_reference else "writer")
         if tally is not None:
             tally.add(kind, values)
@@ -201,10 +203,10 @@ def adversarial_critic(tally: Tally | None = None) -> Answer:
 
 def planner_and_executor(body: dict[str, Any]) -> dict[str, Any]:
     """Planner, reviser and executor of the tested model; never calls a tool."""
-    text = _text(body)
+    text = request_text(body)
     if body.get("tools"):
         return {"content": DONE_LINE}
-    current = _block(text, "current_plan")
+    current = tagged_block(text, "current_plan")
     if current is not None:
         try:
             return {"content": json.dumps(json.loads(current))}
