@@ -13,6 +13,8 @@
 #   scripts/ci-toolsandbox.sh [ARCHIVE]
 #   scripts/ci-toolsandbox.sh --prepare [ARCHIVE]   steps 1-2 only; prints the source folder (the
 #                                                   venv's record is under $EVR_TS_CACHE/envs)
+#   scripts/ci-toolsandbox.sh --prepare-all [ARCHIVE]   steps 1-2 and step 4's copy and venv, no
+#                                                   test (.ci/run does it while other stages run)
 #
 # ARCHIVE (or TOOLSANDBOX_ARCHIVE) defaults to ../shared/vendor/ToolSandbox-165848b.tar.gz beside
 # the checkout. Settings: PY (default .venv/bin/python), TOOLSANDBOX_SHA256 (the archive's
@@ -23,7 +25,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MODE=all
-if [ "${1:-}" = --prepare ]; then MODE=prepare; shift; exec 3>&1 1>&2; fi
+case "${1:-}" in
+    --prepare) MODE=prepare; shift; exec 3>&1 1>&2 ;;
+    --prepare-all) MODE=prepare-all; shift ;;
+esac
 PY=${PY:-.venv/bin/python}
 ARCHIVE=${1:-${TOOLSANDBOX_ARCHIVE:-../shared/vendor/ToolSandbox-165848b.tar.gz}}
 SHA256=${TOOLSANDBOX_SHA256:-c3146e6958f2d49c202a7196894d683ed20ac965283790178fbb565c9208f8cb}
@@ -71,6 +76,24 @@ unset TOOLSANDBOX_PYTHON
 took "setup"
 if [ "$MODE" = prepare ]; then echo "$SRC" >&3; exit 0; fi
 
+# ---- 4's set-up: a copy whose scoring is broken on purpose, in a venv of its own ---------------
+BROKEN_ROOT="$CACHE/broken-${SHA256:0:16}"
+BROKEN="$BROKEN_ROOT/ToolSandbox"
+prepare_broken() {
+    local eval_py="$BROKEN/tool_sandbox/common/evaluation.py"
+    rm -rf "$BROKEN_ROOT" && mkdir -p "$BROKEN_ROOT" && cp -a "$SRC" "$BROKEN"
+    sed -i 's/int(self\.minefield_similarity == 0) \* self\.milestone_similarity/self.milestone_similarity/' "$eval_py"
+    grep -q 'int(self.minefield_similarity == 0)' "$eval_py" && fail "the sabotage patch did not apply to $eval_py"
+    EVR_ENVS_HOME="$CACHE/envs-broken" "$PY" -m runtime.envs setup toolsandbox --source "$BROKEN" --python "$BASE_PYTHON" \
+        || fail "setup of the sabotaged copy failed (log: $CACHE/envs-broken/toolsandbox/setup.log)"
+    touch "$BROKEN_ROOT/.prepared"
+}
+if [ "$MODE" = prepare-all ]; then
+    if [ "${EVR_TS_SABOTAGE:-1}" != 0 ]; then lap; prepare_broken; took "sabotaged copy's set-up"; fi
+    say "prepared in $(( $(date +%s) - T0 )) s"
+    exit 0
+fi
+
 # ---- 3. the tests, none skipped ----------------------------------------------------------------
 lap
 LOG="$CACHE/tests.log"
@@ -84,15 +107,10 @@ took "ToolSandbox tests: $SUMMARY"
 # ---- 4. broken on purpose, the tests must notice -----------------------------------------------
 if [ "${EVR_TS_SABOTAGE:-1}" != 0 ]; then
     lap
-    BROKEN_ROOT="$CACHE/broken-${SHA256:0:16}"
-    BROKEN="$BROKEN_ROOT/ToolSandbox"
-    rm -rf "$BROKEN_ROOT" && mkdir -p "$BROKEN_ROOT" && cp -a "$SRC" "$BROKEN"
-    EVAL="$BROKEN/tool_sandbox/common/evaluation.py"
-    sed -i 's/int(self\.minefield_similarity == 0) \* self\.milestone_similarity/self.milestone_similarity/' "$EVAL"
-    grep -q 'int(self.minefield_similarity == 0)' "$EVAL" && fail "the sabotage patch did not apply to $EVAL"
+    # Made by --prepare-all in this CI run (or now): the copy is rebuilt unless that left it ready.
+    [ -f "$BROKEN_ROOT/.prepared" ] || prepare_broken
+    rm -f "$BROKEN_ROOT/.prepared"
     export EVR_ENVS_HOME="$CACHE/envs-broken"
-    "$PY" -m runtime.envs setup toolsandbox --source "$BROKEN" --python "$BASE_PYTHON" \
-        || fail "setup of the sabotaged copy failed (log: $EVR_ENVS_HOME/toolsandbox/setup.log)"
     BLOG="$CACHE/tests-broken.log"
     set +e
     TOOLSANDBOX_SOURCE="$BROKEN" EVR_REQUIRE_TOOLSANDBOX=1 "$PY" -m pytest -q -rf -p no:cacheprovider "${XDIST[@]}" \

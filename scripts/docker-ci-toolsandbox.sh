@@ -11,11 +11,15 @@
 #      similarity, milestone and minefield scores and turn counts must be equal, the gold ones 1.0,
 #      the wrong ones partial or 0 with a minefield set off.
 #
+# `--prepare` does steps 1-2 only (.ci/run builds the image while the test suites run).
+#
 # Settings: PY (default .venv/bin/python), WORK (default runs/docker-ci/toolsandbox), and those
 # of scripts/ci-toolsandbox.sh (the archive, its cache). Removes only the containers it made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+MODE=all
+if [ "${1:-}" = --prepare ]; then MODE=prepare; shift; fi
 PY=${PY:-.venv/bin/python}
 WORK=${WORK:-runs/docker-ci/toolsandbox}
 export LITELLM_LOCAL_MODEL_COST_MAP=True
@@ -49,6 +53,7 @@ say "image env-toolsandbox (built if its inputs changed, else reused)"
 "$PY" -m envs.docker build --target env-toolsandbox --alias >"$WORK/build.json" \
     || fail "building the env-toolsandbox image failed (build logs: ~/.cache/exec-validation-runtime/envs/docker/)"
 say "ok: image $(cat "$WORK/build.json")"
+[ "$MODE" = prepare ] && exit 0
 
 # ---- 3. the same scores in the venv and in a container -----------------------------------------
 GOLD=cellular_off,wifi_off_10_distraction_tools,send_message_with_contact_content_cellular_off

@@ -19,12 +19,23 @@
 #      in its venv and in a container (scripts/docker-ci-toolsandbox.sh; EVR_DOCKER_TOOLSANDBOX=0
 #      leaves it out, saying so).
 #
+#   scripts/docker-ci.sh            every step
+#   scripts/docker-ci.sh --base     steps 1-2 only (needs no .venv: .ci/run runs it while the venv
+#                                   is built)
+#   scripts/docker-ci.sh --prepare  steps 1-3 and step 8's image, no test (.ci/run runs it while
+#                                   the test suites run; the full run then reuses the images)
+#
 # Fails loudly (non-zero, with the reason) when any step cannot be done. Leaves dockerd running
 # and removes every container it made. Settings: EVR_CACHE (default /var/cache/evr-docker),
 # EVR_DOCKER_BASE_IMAGE (skip step 2 and use this base), WORK (default runs/docker-ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+MODE=all
+case "${1:-}" in
+    --base) MODE=base; shift ;;
+    --prepare) MODE=prepare; shift ;;
+esac
 PY=${PY:-.venv/bin/python}
 CACHE=${EVR_CACHE:-/var/cache/evr-docker}
 WORK=${WORK:-runs/docker-ci}
@@ -36,7 +47,6 @@ say()  { printf '[docker-ci %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 fail() { printf '[docker-ci] FAILED: %s\n' "$*" >&2; exit 1; }
 passed() { CHECKS=$((CHECKS + 1)); say "ok: $*"; }
 
-[ -x "$PY" ] || fail "$PY is missing: run \`make install\` first"
 mkdir -p "$CACHE" "$WORK"
 
 # ---- 1. the engine -----------------------------------------------------------------------------
@@ -93,9 +103,6 @@ fi
 engine_up || fail "no Docker engine: dockerd did not start (logs: $CACHE/dockerd-*.log)"
 say "engine: $(docker info --format 'Docker {{.ServerVersion}}, storage {{.Driver}}, cgroup v{{.CgroupVersion}}')"
 
-"$PY" -c "import docker" 2>/dev/null || "$PY" -m pip install --quiet "docker>=7,<8" \
-    || fail "cannot install the Docker SDK for Python"
-
 # ---- 2. the base image -------------------------------------------------------------------------
 . /etc/os-release
 CODENAME=${VERSION_CODENAME:-bookworm}
@@ -136,6 +143,11 @@ else
     passed "base image $BASE (from EVR_DOCKER_BASE_IMAGE)"
 fi
 
+[ "$MODE" = base ] && { say "base ready in $(( $(date +%s) - T0 )) s"; exit 0; }
+[ -x "$PY" ] || fail "$PY is missing: run \`make install\` first"
+"$PY" -c "import docker" 2>/dev/null || "$PY" -m pip install --quiet "docker>=7,<8" \
+    || fail "cannot install the Docker SDK for Python"
+
 # Containers reach the package registry through the host's TLS setup: a copy of its CA bundle
 # goes into the build context (envs.docker does the copying).
 for ca in "${EVR_DOCKER_CA_BUNDLE:-}" "${PIP_CERT:-}" "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
@@ -156,6 +168,15 @@ for old in $(docker image ls --format '{{.Repository}}:{{.Tag}}' evr-env-tau2; d
     case "$old" in "$TAU2_TAG"|"$RUNTIME_TAG"|*:latest|*:"<none>") ;; *) docker image rm "$old" >/dev/null 2>&1 || true ;; esac
 done
 docker image prune -f >/dev/null 2>&1 || true
+
+if [ "$MODE" = prepare ]; then
+    if [ "${EVR_DOCKER_TOOLSANDBOX:-1}" != 0 ]; then
+        PY="$PY" WORK="$WORK/toolsandbox" bash scripts/docker-ci-toolsandbox.sh --prepare \
+            || fail "the env-toolsandbox image could not be prepared"
+    fi
+    say "images ready in $(( $(date +%s) - T0 )) s"
+    exit 0
+fi
 
 # ---- 4. engine tests ---------------------------------------------------------------------------
 say "engine tests (tests/test_docker_launcher.py)"
