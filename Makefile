@@ -24,9 +24,9 @@ run: $(STAMP)
 	@echo "Running Refine on 2 tasks of τ²-bench's mock domain with the embedded model (a few minutes on 2 cores):"
 	$(PY) -m runtime.validate --env tau2 --mode refine
 
-# The default suite runs on TEST_WORKERS pytest-xdist workers (0: in this one process). The slow
-# suite (real clusters, lost nodes and heads, machine-wide "no process left" checks) runs in one
-# process: two of its Ray clusters at once on 2 cores would only slow each other.
+# Both suites run on TEST_WORKERS pytest-xdist workers (0: in this one process). Every test marked
+# `ray` (local instances, real clusters, lost nodes and heads, machine-wide "no Ray process left"
+# checks) runs on one of them, in order (tests/one_ray_at_a_time.py), while the other takes the rest.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS))
 
@@ -34,7 +34,7 @@ test: $(STAMP)
 	$(PY) -m pytest $(XDIST)
 
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest $(XDIST) -m slow
 
 smoke: $(STAMP)
 	$(PY) -m runtime.validate --env tau2 --mode all --domain mock --tasks 1 --max-steps 10 --out runs/smoke --no-cache

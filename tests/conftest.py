@@ -166,6 +166,14 @@ def tau3_golden_env():
     env.close()
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Every test marked ``ray`` on one worker (tests/one_ray_at_a_time.py says why)."""
+    from tests.one_ray_at_a_time import make_scheduler
+
+    return make_scheduler(config, log)
+
+
 REQUIRED = {"toolsandbox": REQUIRE_TOOLSANDBOX, "tau3": REQUIRE_TAU3}
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray", reason="the Ray backend tests need Ray: pip install -e '.[ray]'")
+pytestmark = pytest.mark.ray  # one xdist worker for every test that starts Ray
 
 from testkit.loopback import EchoServer, FaultProxy, agent_call
 from tests.conftest import calls_by_purpose, comparable, read_records, stub_server as load_stub_server

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray", reason="the Ray backend tests need Ray: pip install -e '.[ray]'")
+pytestmark = pytest.mark.ray  # one xdist worker for every test that starts Ray
 psutil = pytest.importorskip("psutil", reason="the process checks need psutil")
 
 from tests.conftest import calls_by_purpose, comparable, stub_server as load_stub_server

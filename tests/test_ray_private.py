@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
+pytestmark = pytest.mark.ray  # one xdist worker for every test that starts Ray
 psutil = pytest.importorskip("psutil", reason="the census of listening sockets needs psutil")
 
 from runtime.backends.ray_loopback import is_loopback  # noqa: E402

@@ -492,6 +492,7 @@ def test_cli_refine_runs_toolsandbox_with_scripted_models(ts_env, validate, tmp_
     assert summary["ALL_CATEGORIES"] == {"n": 2, "similarity": 1.0, "turn_count": 5.0}
 
 
+@pytest.mark.ray
 def test_the_ray_backend_gives_the_threads_records_on_toolsandbox(ts_env, validate, tmp_path, monkeypatch):
     """ToolSandbox under ``--backend ray`` (a local instance, 2 workers, each starting its own
     env servers): the same records and scores as with threads, all three modes."""

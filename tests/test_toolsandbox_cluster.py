@@ -12,6 +12,7 @@ import sys
 import pytest
 
 pytest.importorskip("ray", reason="the Ray cluster tests need Ray: pip install -e '.[ray]'")
+pytestmark = pytest.mark.ray  # one xdist worker for every test that starts Ray
 
 from tests.conftest import comparable, read_records
 from tests.test_ray_cluster import ROOT, driver_env, end, finish, new_cluster

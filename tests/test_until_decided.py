@@ -401,6 +401,7 @@ def test_a_resume_past_the_planned_waves_continues_on_the_reserve_and_says_so(mo
     assert "time-uniform sequence past wave 3" in entry["comparisons"][0]["method"]
 
 
+@pytest.mark.ray
 @pytest.mark.slow
 def test_threads_and_ray_decide_alike(tmp_path):
     pytest.importorskip("ray", reason="the Ray backend needs Ray: pip install -e '.[ray]'")
