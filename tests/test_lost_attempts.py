@@ -176,7 +176,8 @@ def test_the_re_run_episode_holds_both_attempts_and_every_call_is_counted(tmp_pa
         CALL_COST * (4 * CALLS + CALLS - 1)), "the summary's cost counts the lost attempt"
     line = re_run_line(summary["re_run"])
     assert line.startswith(f"1 episode re-run after a lost Ray worker or node: +{CALLS} calls "
-                           "(1 in flight when lost)"), line
+                           f"(1 in flight when lost, ≈${ESTIMATE:.4f} by their requests)"), line
+    assert ESTIMATE > 0 and summary["re_run"]["in_flight_cost_usd"] == pytest.approx(ESTIMATE)
     assert f"+${CALL_COST * (CALLS - 1):.4f}" in line
 
 

@@ -450,3 +450,4 @@ def test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command
     assert all((a["in_flight_cost_usd"] > 0) == (a["in_flight_calls"] > 0) for a in waiting), \
         "a call in flight counts at its request's estimate, not $0"
     assert flying <= 2, waiting
+    assert not flying or "in flight when lost, ≈$" in line, "the stop line prices a call in flight by its request"

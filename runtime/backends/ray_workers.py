@@ -427,9 +427,11 @@ class RayExecutor:
         known = [a for a in attempts if a is not None]
         calls = sum(a.calls + a.in_flight_calls for a in known)
         flying = sum(a.in_flight_calls for a in known)
+        flying_usd = sum(a.in_flight_cost_usd for a in known)
         short = any(a.at_least for a in known) or (self.pool.ledger is not None and not self.pool.journal)
         counted = (f"; their calls: {'at least ' if short else ''}{calls}"
-                   f"{f' ({flying} in flight when lost)' if flying else ''}, in lost_attempts.jsonl"
+                   f"{f' ({flying} in flight when lost, ≈${flying_usd:.4f} by their requests)' if flying else ''}"
+                   ", in lost_attempts.jsonl"
                    if attempts else "")
         return (f"lost the Ray head node (nothing answers at its GCS address {self.watch.gcs} "
                 f"for {HEAD_MISSES * PING_S:g} s: the cluster is gone); {len(self.unfinished)} episode(s) "

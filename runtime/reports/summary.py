@@ -211,16 +211,20 @@ def re_runs(records: list[EpisodeRecord]) -> dict[str, Any] | None:
     lost = [a for r in again for a in lost_attempts(r)]
     return {"episodes": len(again), "lost_attempts": len(lost),
             "calls": sum(a.calls for a in lost), "in_flight_calls": sum(a.in_flight_calls for a in lost),
+            "in_flight_cost_usd": sum(a.in_flight_cost_usd for a in lost),
             "tokens": sum(a.prompt_tokens + a.completion_tokens for a in lost),
             "cost_usd": sum(a.cost_usd for a in lost), "at_least": any(a.at_least for a in lost)}
 
 
 def re_run_line(rerun: dict[str, Any] | None) -> str | None:
-    """``1 episode re-run after a lost worker: +7 calls (1 in flight when lost), +$0.0012``."""
+    """``1 episode re-run after a lost worker: +7 calls (1 in flight when lost, ≈$0.0003 by its
+    request), +$0.0012``. A call in flight has no answer, so no known price: it is shown at its
+    request's estimate, beside the cost, never in it."""
     if not rerun:
         return None
     n = rerun["episodes"]
-    flight = f" ({rerun['in_flight_calls']} in flight when lost)" if rerun["in_flight_calls"] else ""
+    flight = (f" ({rerun['in_flight_calls']} in flight when lost, "
+              f"≈${rerun.get('in_flight_cost_usd', 0.0):.4f} by their requests)" if rerun["in_flight_calls"] else "")
     tries = f" ({rerun['lost_attempts']} lost attempts)" if rerun["lost_attempts"] > n else ""
     return (f"{n} episode{'s' if n != 1 else ''} re-run after a lost Ray worker or node{tries}: "
             f"+{'at least ' if rerun.get('at_least') else ''}{rerun['calls'] + rerun['in_flight_calls']} "
