@@ -100,6 +100,9 @@ class Measurement:
     with_auditor: bool = False
     clean_words_removed: int = 0
     """Words the redaction removes from clean critiques, all together (the cost of false alarms)."""
+    outcomes: list[tuple[str, str, bool]] = field(default_factory=list)
+    """Each case's (class, group, caught by the rules), in order: a subset's rates without
+    scanning again (the guard's verdict on a case depends on that case alone)."""
     seconds: float = 0.0
     """Time the rules spent scanning, all cases together."""
     cases: int = 0
@@ -173,6 +176,7 @@ def measure(cases: list[dict[str, Any]], auditor: LeakAuditor | None = None,
             group = "semantic" if inner in SEMANTIC_KINDS else GROUPS.get(inner[0], "surface")
         elif case["kind"].startswith("structural_"):
             group = "clean: plan-structural"
+        result.outcomes.append((cls, group, rules))
         for tally in (result.kinds.setdefault((cls, case["kind"]), Tally()),
                       result.classes.setdefault(cls, Tally()), result.groups.setdefault(group, Tally()),
                       result.leak if case["leak"] else result.clean):

@@ -37,10 +37,16 @@ def adversary():
 
 
 def test_every_class_is_measured(adversary):
-    m = leak_eval.measure(leak_eval.sample(adversary, SAMPLE, seed=0), fragments=False)
+    cases = leak_eval.sample(adversary, SAMPLE, seed=0)
+    m = leak_eval.measure(cases, fragments=False)
     assert set(m.groups) == {"surface", "order", "semantic", "clean", "clean: plan-structural"}
     assert {"encoding", "language", "fragment", "derived", "sequence", "hidden", "semantic", "clean",
             "structural"} <= set(m.classes)
+    # a subset's rates read from the verdicts kept (as the slow whole-corpus test does) equal a
+    # new measurement of that subset
+    alone = leak_eval.measure([c for c in cases if c["class"] != "structural"], fragments=False)
+    kept = [caught for cls, group, caught in m.outcomes if cls != "structural" and group == "surface"]
+    assert (len(kept), sum(kept)) == (alone.groups["surface"].n, alone.groups["surface"].rules) != (0, 0)
 
 
 def test_surface_catch_and_false_alarms_on_a_sample(adversary):
@@ -93,8 +99,10 @@ def test_the_issue_targets_hold_on_the_whole_adversarial_corpus(adversary):
     and on the plan-structural clean critiques; no narrowing fragment."""
     m = leak_eval.measure(adversary)
     print(leak_eval.render(m))
-    plain = leak_eval.measure([c for c in adversary if c["class"] != "structural"], fragments=False)
-    assert plain.surface_catch >= leak_eval.SURFACE_TARGET, leak_eval.render(plain)
+    # the surface catch without the plan-structural class, from the same verdicts
+    plain = [caught for cls, group, caught in m.outcomes if cls != "structural" and group == "surface"]
+    assert plain and sum(plain) / len(plain) >= leak_eval.SURFACE_TARGET, \
+        (sum(plain), len(plain), leak_eval.render(m))
     assert m.surface_catch >= 0.985, leak_eval.render(m)
     assert m.false_alarms <= leak_eval.FALSE_ALARM_TARGET, leak_eval.render(m)
     assert m.groups["clean: plan-structural"].rate("rules") <= leak_eval.FALSE_ALARM_TARGET, leak_eval.render(m)
