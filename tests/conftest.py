@@ -9,6 +9,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Facts the commands remember between runs (envs.facts) go to a folder of this session's, so a
 # test neither reads a developer's nor leaves its own behind.
 os.environ.setdefault("EVR_FACTS_HOME", tempfile.mkdtemp(prefix="evr-facts-"))
+# Ray starts its workers 15 nicer than their raylet. The clusters the tests start with `ray start`
+# (as a user would) inherit this instead, so that their workers are not starved by the other
+# pytest worker on a 2-core machine (the instances the runtime starts set it themselves).
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 import json  # noqa: E402
 from collections import Counter  # noqa: E402

@@ -54,6 +54,30 @@ def artifacts(run_dir: Path) -> dict[str, dict]:
             for p in sorted((run_dir / "artifacts").glob("*/*.json"))}
 
 
+NICENESS = """
+import os, ray
+from runtime.backends import ray_backend
+os.nice(3)
+ray_backend.start_local(1)
+@ray.remote
+def niceness():
+    return os.nice(0)
+print(os.nice(0), ray.get(niceness.remote()))
+ray_backend.stop_local()
+"""
+
+
+def test_the_workers_of_a_local_instance_run_at_the_drivers_priority():
+    """Not Ray's default of 15 nicer: at that, two busy processes beside them on 2 cores starved
+    the episode workers (and their head watch) for minutes."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"}
+    done = subprocess.run([sys.executable, "-c", NICENESS], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    driver, worker = map(int, done.stdout.split()[-2:])
+    assert driver >= 3 and worker == driver, done.stdout
+
+
 def test_ray_gives_the_threads_records(tmp_path, local_ray, validate):
     args = [*MOCK, "--mode", "all", "--tasks", "3", "--trials", "2", "--no-cache"]
     code_t, threads = validate(*args, out=tmp_path / "threads")

@@ -37,7 +37,8 @@ def test_a_stopped_watch_never_ends_the_worker(monkeypatch):
 
 
 def test_the_clusters_the_runtime_starts_give_up_on_a_lost_gcs_soon():
-    assert ray_lease.ray_environment() == {"RAY_gcs_rpc_server_reconnect_timeout_s": str(ray_lease.RECONNECT_S)}
+    assert ray_lease.ray_environment() == {"RAY_gcs_rpc_server_reconnect_timeout_s": str(ray_lease.RECONNECT_S),
+                                           "RAY_worker_niceness": "0"}
     assert ray_lease.RECONNECT_S < 60, "Ray's default: a raylet keeps its workers a minute"
     assert ray_lease.gcs_answers(None) is True, "an unknown address: Ray's own timeouts apply"
 

@@ -30,9 +30,12 @@ MISSES = 3
 driver's rule too: it ends the run at the same moment)."""
 EXIT_AFTER_S = 10.0
 RECONNECT_S = 10
-RAY_SETTINGS = {"gcs_rpc_server_reconnect_timeout_s": RECONNECT_S}
+RAY_SETTINGS = {"gcs_rpc_server_reconnect_timeout_s": RECONNECT_S, "worker_niceness": 0}
 """Ray's own settings for the instances the runtime starts: a raylet (and so its workers) ends
-``RECONNECT_S`` after its GCS stopped answering, as nothing can bring the GCS back."""
+``RECONNECT_S`` after its GCS stopped answering, as nothing can bring the GCS back; and the
+workers run at the driver's priority, not Ray's default of 15 nicer. The episode workers are the
+run's work: at +15 anything else on the machine starved them (a local instance's 18 episodes took
+145-172 s instead of 20 s beside two busy processes on 2 cores), and their head watch with them."""
 
 
 def ray_environment() -> dict[str, str]:
