@@ -42,7 +42,7 @@ from runtime.compose.config import UsageError
 from runtime.episode.artifacts import Artifact
 from runtime.backends import ray_lease
 from runtime.backends.ray_ledger import lost_attempt, replay
-from runtime.folder.records import EpisodeKey
+from runtime.folder.records import EpisodeKey, in_flight_words
 
 Group = tuple[Any, Any, Any]
 RESTARTS = 4
@@ -430,8 +430,7 @@ class RayExecutor:
         flying_usd = sum(a.in_flight_cost_usd for a in known)
         short = any(a.at_least for a in known) or (self.pool.ledger is not None and not self.pool.journal)
         counted = (f"; their calls: {'at least ' if short else ''}{calls}"
-                   f"{f' ({flying} in flight when lost, ≈${flying_usd:.4f} by their requests)' if flying else ''}"
-                   ", in lost_attempts.jsonl"
+                   f"{in_flight_words(flying, flying_usd)}, in lost_attempts.jsonl"
                    if attempts else "")
         return (f"lost the Ray head node (nothing answers at its GCS address {self.watch.gcs} "
                 f"for {HEAD_MISSES * PING_S:g} s: the cluster is gone); {len(self.unfinished)} episode(s) "

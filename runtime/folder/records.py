@@ -171,6 +171,12 @@ def lost_attempts(record: EpisodeRecord) -> list[Attempt]:
     return [a for a in record.attempts if a.ended == "lost"]
 
 
+def in_flight_words(calls: int, cost_usd: float) -> str:
+    """`` (1 in flight when lost, ≈$0.0003 by their requests)``, or ``""`` when none was: a call in
+    flight has no answer, so no known price; it is shown at its request's estimate, never in the cost."""
+    return f" ({calls} in flight when lost, ≈${cost_usd:.4f} by their requests)" if calls else ""
+
+
 def lost_spend(record: EpisodeRecord) -> tuple[int, float]:
     """(calls, cost in USD) of the record's lost attempts: paid, though no result came of them
     (calls in flight at the loss included; their cost is unknown, so not in the sum)."""

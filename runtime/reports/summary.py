@@ -27,7 +27,7 @@ from runtime.reports.stats import arm_errors, error_warnings
 from runtime.reports.channel import channel_columns, channel_figures, channel_table
 from runtime.reports.leaks import leak_columns, leak_figures, leak_table
 from runtime.reports.provenance import beyond_plan_first, provenance_columns, provenance_figures, provenance_table
-from runtime.folder.records import BAD_ANSWER, RECORD_MODES, EpisodeRecord, lost_attempts, lost_spend
+from runtime.folder.records import BAD_ANSWER, RECORD_MODES, EpisodeRecord, in_flight_words, lost_attempts, lost_spend
 
 
 def arm(mode: str, strategy: str) -> str:
@@ -217,14 +217,12 @@ def re_runs(records: list[EpisodeRecord]) -> dict[str, Any] | None:
 
 
 def re_run_line(rerun: dict[str, Any] | None) -> str | None:
-    """``1 episode re-run after a lost worker: +7 calls (1 in flight when lost, ≈$0.0003 by its
-    request), +$0.0012``. A call in flight has no answer, so no known price: it is shown at its
-    request's estimate, beside the cost, never in it."""
+    """``1 episode re-run after a lost worker: +7 calls (1 in flight when lost, ≈$0.0003 by their
+    requests), +$0.0012`` (``runtime.folder.records.in_flight_words``)."""
     if not rerun:
         return None
     n = rerun["episodes"]
-    flight = (f" ({rerun['in_flight_calls']} in flight when lost, "
-              f"≈${rerun.get('in_flight_cost_usd', 0.0):.4f} by their requests)" if rerun["in_flight_calls"] else "")
+    flight = in_flight_words(rerun["in_flight_calls"], rerun.get("in_flight_cost_usd", 0.0))
     tries = f" ({rerun['lost_attempts']} lost attempts)" if rerun["lost_attempts"] > n else ""
     return (f"{n} episode{'s' if n != 1 else ''} re-run after a lost Ray worker or node{tries}: "
             f"+{'at least ' if rerun.get('at_least') else ''}{rerun['calls'] + rerun['in_flight_calls']} "
