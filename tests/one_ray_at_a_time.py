@@ -45,13 +45,13 @@ def ray_tests(path: str) -> frozenset[str]:
         return frozenset()
     names: set[str] = set()
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
-                                                for t in node.targets):
-            if any(_is_ray_mark(m) for m in _marks_in(node.value)):
-                return frozenset({EVERY_TEST})
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if any(_is_ray_mark(d) for d in node.decorator_list):
-                names.add(node.name)
+        if (isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+                and any(_is_ray_mark(m) for m in _marks_in(node.value))):
+            return frozenset({EVERY_TEST})
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and any(_is_ray_mark(d) for d in node.decorator_list)):
+            names.add(node.name)
     return frozenset(names)
 
 

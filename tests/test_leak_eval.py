@@ -36,6 +36,12 @@ def adversary():
     return leak_eval.load("adversary")
 
 
+def surface_verdicts_without_structural(m: leak_eval.Measurement) -> list[bool]:
+    """The rules' verdicts on the surface-group cases outside the plan-structural class, read from
+    what ``measure`` kept instead of scanning them again."""
+    return [caught for cls, group, caught in m.outcomes if cls != "structural" and group == "surface"]
+
+
 def test_every_class_is_measured(adversary):
     cases = leak_eval.sample(adversary, SAMPLE, seed=0)
     m = leak_eval.measure(cases, fragments=False)
@@ -45,7 +51,7 @@ def test_every_class_is_measured(adversary):
     # a subset's rates read from the verdicts kept (as the slow whole-corpus test does) equal a
     # new measurement of that subset
     alone = leak_eval.measure([c for c in cases if c["class"] != "structural"], fragments=False)
-    kept = [caught for cls, group, caught in m.outcomes if cls != "structural" and group == "surface"]
+    kept = surface_verdicts_without_structural(m)
     assert (len(kept), sum(kept)) == (alone.groups["surface"].n, alone.groups["surface"].rules) != (0, 0)
 
 
@@ -100,7 +106,7 @@ def test_the_issue_targets_hold_on_the_whole_adversarial_corpus(adversary):
     m = leak_eval.measure(adversary)
     print(leak_eval.render(m))
     # the surface catch without the plan-structural class, from the same verdicts
-    plain = [caught for cls, group, caught in m.outcomes if cls != "structural" and group == "surface"]
+    plain = surface_verdicts_without_structural(m)
     assert plain and sum(plain) / len(plain) >= leak_eval.SURFACE_TARGET, \
         (sum(plain), len(plain), leak_eval.render(m))
     assert m.surface_catch >= 0.985, leak_eval.render(m)
