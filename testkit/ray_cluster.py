@@ -39,6 +39,10 @@ WORKER_PORTS = 40
 """Ports per node for Ray's worker processes (each worker holds one)."""
 
 
+STOP_GRACE_S = 2.0
+"""How long :meth:`LocalCluster.stop` waits after SIGTERM before it SIGKILLs what is left."""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -198,10 +202,12 @@ class LocalCluster:
         return names
 
     def stop(self) -> None:
-        """End every process of every node (SIGTERM, then SIGKILL), then remove the temp folder."""
+        """End every process of every node (SIGTERM, then SIGKILL), then remove the temp folder.
+        The grace is short: ``ray start --block`` and the GCS were seen to outlive a SIGTERM by
+        more than 12 s even on a healthy cluster, so a longer one only costs every test its time."""
         pids = self.processes()
         _kill(pids, signal.SIGTERM)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + STOP_GRACE_S
         while time.monotonic() < deadline and any(_alive(p) for p in pids):
             time.sleep(0.2)
         _kill([p for p in pids if _alive(p)], signal.SIGKILL)

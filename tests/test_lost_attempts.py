@@ -17,9 +17,12 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from pathlib import Path
+
 import pytest
 
-from runtime.backends.ray_ledger import Ledger, LedgerSink, lost_attempt, replay
+from runtime.backends.ray_ledger import LedgerSink
+from runtime.folder.call_ledger import Ledger, lost_attempt, replay
 from runtime.batch import BudgetSpent, Outcome, run_batch
 from runtime.batch.budget import RunBudget, cost_of
 from runtime.episode.spec import RunSpec
@@ -255,6 +258,37 @@ def test_the_journal_gives_the_ledgers_counts_once_the_ledger_is_gone(tmp_path):
     line = re_run_line({"episodes": 1, "lost_attempts": 1, "calls": 1, "in_flight_calls": 0,
                         "tokens": 5, "cost_usd": 0.5, "at_least": True})
     assert "+at least 1 calls" in line, line
+
+
+def test_a_journal_left_in_the_folder_is_counted_by_the_next_run_once(tmp_path):
+    """A driver that ended before it counted its attempts (Ray's exit, a kill) left its ledger's
+    journal in the folder: the next run notes each attempt it holds open — not the ones whose
+    records came back (the driver's ``drop``), nor the ones already taken — with an id that a
+    second recovery or the driver's own note of it repeats, so nothing is counted twice."""
+    from runtime.folder import call_ledger
+
+    journal = call_ledger.new_journal(tmp_path)
+    ledger = Ledger(journal)
+    t = ledger.begin("ep-a#1", "w0", "executor", 0.2)
+    ledger.end("ep-a#1", "w0", t, {"calls": 1, "prompt_tokens": 7, "cost_usd": 0.4})
+    ledger.begin("ep-a#1", "w0", "executor", 0.3)  # in flight when the driver went
+    ledger.begin("ep-b#1", "w1", "executor", 0.1)
+    call_ledger.mark_recorded(journal, ["ep-b#1"])  # its record was appended: the record counts it
+    ledger.begin("ep-c#2", "w1", "user", 0.1)
+    ledger.take("ep-c#2")  # lost and noted by the driver while the ledger lived
+    kept = Path(journal).read_bytes()
+    noted_by_driver = call_ledger.lost_attempt("ep-a#1", replay(journal)["ep-a#1"], journal=journal)
+    lost_attempts.note(tmp_path, "ep-a", noted_by_driver)  # the driver got as far as this
+    assert call_ledger.recover(tmp_path) == (1, 2)
+    assert not (tmp_path / call_ledger.DIR).exists(), "a counted journal is removed"
+    (tmp_path / call_ledger.DIR).mkdir()
+    Path(journal).write_bytes(kept)  # as if the recovery had died before removing it
+    call_ledger.recover(tmp_path)
+    pending = lost_attempts.unrecorded(tmp_path, [])
+    assert list(pending) == ["ep-a"] and len(pending["ep-a"]) == 1, pending
+    (a,) = pending["ep-a"]
+    assert (a.calls, a.in_flight_calls, a.cost_usd, a.worker) == (1, 1, 0.4, "w0")
+    assert a.in_flight_cost_usd == pytest.approx(0.3)
 
 
 def test_the_ledger_counts_each_call_once():

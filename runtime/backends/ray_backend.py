@@ -387,11 +387,11 @@ def executor(run: "Run", on_status: Callable[[str], None] = lambda text: None,
         if config.model_concurrency:
             limiter = ray.remote(LimiterService).options(num_cpus=0, max_concurrency=10_000, **pinned) \
                 .remote(config.model_concurrency)
-        from runtime.backends.ray_ledger import Ledger
+        from runtime.folder.call_ledger import Ledger, new_journal
 
-        # its journal: a file on this machine (the ledger is pinned here), read if the head goes
-        fd, journal = tempfile.mkstemp(prefix="evr-ledger-", suffix=".jsonl")
-        os.close(fd)
+        # its journal: in the run folder, on this machine (the ledger is pinned here): replayed
+        # if the head goes, and read by the next run if this process goes too
+        journal = new_journal(run.out)
         ledger = ray.remote(Ledger).options(num_cpus=0, max_concurrency=64, **pinned).remote(journal)
         slots = max(1, math.ceil(spec.concurrency / workers))
         pool = ray_workers.Pool(EpisodeWorker, (recipe(spec, run.out, setup or []), cache_actor, limiter, ledger),

@@ -32,7 +32,6 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import ray
@@ -41,7 +40,8 @@ from runtime.batch import Outcome, Stalled
 from runtime.compose.config import UsageError
 from runtime.episode.artifacts import Artifact
 from runtime.backends import ray_lease
-from runtime.backends.ray_ledger import lost_attempt, replay
+from runtime.folder import call_ledger
+from runtime.folder.call_ledger import lost_attempt, replay
 from runtime.folder.records import EpisodeKey, in_flight_words
 
 Group = tuple[Any, Any, Any]
@@ -128,7 +128,8 @@ class Pool:
         self.ledger = ledger
         """Where workers count each model call as it happens (``runtime.backends.ray_ledger``)."""
         self.journal = journal
-        """The ledger's journal, on this machine: its counts once the ledger is gone."""
+        """The ledger's journal, in the run folder (``runtime.folder.call_ledger``): its counts
+        once the ledger is gone, and the next run's if this process goes too."""
         # One bundle per worker, spread over the nodes: Ray reserves the CPUs, moves a lost
         # node's bundles to nodes with room, and tells whether each is placed (``placed``).
         self.group = placement_group([{"CPU": cpus_each}] * workers, strategy="SPREAD")
@@ -257,6 +258,9 @@ class RayExecutor:
         self.unfinished: dict[str, list[Any]] = {}
         """Episode id → the attempts this run lost of it (``None``: nothing counted), until a
         run of it finishes: what ``lost_attempts.jsonl`` holds of this run at a stop."""
+        self.recorded: list[str] = []
+        """Attempts that came back since the batch loop last asked: their records are appended
+        by the time it asks again, and only then does the journal say so (``drop``)."""
         self.stalled: str | None = None
         self.drain_until = 0.0
         self.shown: str | None = None
@@ -287,6 +291,7 @@ class RayExecutor:
     def wait(self) -> list[Outcome]:
         """Outcomes of finished episodes; ``[]`` when none is in flight and a worker is free
         again; ``Stalled`` once a stopped run has no episode left running."""
+        self.settle()
         while True:
             self.check()
             if self.watch.head_lost:
@@ -312,7 +317,7 @@ class RayExecutor:
         try:
             record, made, aborted, where = ray.get(ref)
             if ledger is not None:
-                ledger.drop.remote(attempt)  # its record counts its calls
+                self.recorded.append(attempt)  # its record counts its calls, once appended
             if record is not None:
                 self.unfinished.pop(key.id(), None)  # its record holds its lost attempts
             return Outcome(key=key, record=record, artifacts=made, aborted=aborted, where=where)
@@ -336,15 +341,27 @@ class RayExecutor:
             tally = ray.get(self.pool.ledger.take.remote(attempt), timeout=5 * PING_S)
         except (ray.exceptions.RayError, TimeoutError):
             return self.unreachable([attempt])[attempt]  # the ledger went with the head
-        return lost_attempt(attempt, tally) if tally else None
+        return lost_attempt(attempt, tally, journal=self.pool.journal) if tally else None
+
+    def settle(self) -> None:
+        """The attempts that came back, whose records the batch loop has appended since: the
+        journal says so (from here, so it holds even where the ledger is gone), then the
+        ledger forgets them."""
+        done, self.recorded = self.recorded, []
+        call_ledger.mark_recorded(self.pool.journal, done)
+        if not self.watch.head_lost:
+            for attempt in done:
+                self.pool.ledger.drop.remote(attempt)
 
     def unreachable(self, attempts: list[str]) -> dict[str, Any]:
         """The calls of ``attempts`` once the ledger is gone: from its journal (every call
         that left) or, where that cannot be read, from its last reading, marked ``at_least``."""
         journal = replay(self.pool.journal) if self.pool.journal else None
         if journal is not None:
-            return {a: lost_attempt(a, journal[a]) if a in journal else None for a in attempts}
-        return {a: lost_attempt(a, self.watch.counted.get(a) or {}, at_least=True) for a in attempts}
+            return {a: lost_attempt(a, journal[a], journal=self.pool.journal) if a in journal else None
+                    for a in attempts}
+        return {a: lost_attempt(a, self.watch.counted.get(a) or {}, at_least=True, journal=self.pool.journal)
+                for a in attempts}
 
     # ---- worker health -----------------------------------------------------------------------
 
@@ -455,13 +472,14 @@ class RayExecutor:
         # Ctrl-C, an error or a stop, a short wait and then the workers are ended regardless.
         self.watch.stop()
         try:
+            self.settle()
             if self.watch.head_lost:
                 forget_cluster()  # nothing to close, and every call to the cluster would block
                 return
             self.pool.close(timeout_s=120.0 if finished else 10.0)
         finally:
-            if self.pool.journal:
-                Path(self.pool.journal).unlink(missing_ok=True)
+            if not self.in_flight:  # else its open attempts are the next run's to count
+                call_ledger.remove(self.pool.journal)
 
 
 HEAD_LOST = False

@@ -24,7 +24,7 @@ from runtime.episode.engine import lost_record
 from runtime.episode.spec import RunSpec
 from runtime.llm.layer import RunAborted
 from runtime.folder.records import BAD_ANSWER, Attempt, EpisodeKey, EpisodeRecord
-from runtime.folder import lost_attempts
+from runtime.folder import call_ledger, lost_attempts
 from runtime.folder.durable import WriteFailed
 from runtime.folder.store import RunStore, write_json_atomic
 
@@ -134,6 +134,7 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     todo, spec = pending(spec, store, retry_errors)
     if not todo:
         return []
+    call_ledger.recover(store.root)  # the calls of a driver that ended before it counted them
     carried = lost_attempts.unrecorded(store.root, store.records())  # an earlier run's losses
     budget = RunBudget(max_cost, store.records(), carried) if max_cost is not None else None
     if budget is not None and not budget.allows(todo[0], []):
@@ -224,8 +225,10 @@ def lost_attempt(outcome: Outcome, number: int) -> Attempt:
     reason = " ".join(f"{outcome.lost[0]}: {outcome.lost[1]}".split())[:300] if outcome.lost else None
     counted = (outcome.attempt.model_dump(exclude={"number", "ended", "reason"}, exclude_none=True)
                if outcome.attempt else {})
+    # the executor's id where it gave one (one per journal and attempt: noted again by a later
+    # recovery, it is still counted once)
     return Attempt(**{"worker": outcome.where, **counted, "number": number, "ended": "lost",
-                      "reason": reason, "id": lost_attempts.new_id()})
+                      "reason": reason, "id": counted.get("id") or lost_attempts.new_id()})
 
 
 def with_attempts(record: EpisodeRecord, lost: list[Attempt], where: str | None,
