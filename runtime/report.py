@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         from runtime.reports import apb_export
         from runtime.reports.report import build
 
+        from runtime.folder import call_ledger
         from runtime.folder.store import RunStore
 
         store = RunStore(args.run)
@@ -146,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: {note}; the report leaves them out", file=sys.stderr)
         if legacy := store.legacy_note():
             print(f"note: {legacy}", file=sys.stderr)
+        if (left := call_ledger.uncounted(store.root))[0]:
+            print(f"warning: {left[1]} call(s) of {left[0]} attempt(s) are in {call_ledger.DIR}/, left by "
+                  f"a run that ended before counting them (Ray's exit, a kill); this report leaves "
+                  f"them out, and the next run of the folder counts them", file=sys.stderr)
         if args.apb_out is not None:
             rows = apb_export.apb_records(store.records(), apb_export.judge_model(args.run),
                                           folder=args.run)

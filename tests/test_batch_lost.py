@@ -68,8 +68,9 @@ def test_a_lost_episode_runs_again_with_the_artifacts_returned_since(tmp_path):
     s = spec()
     refine_a = next(k for k in s.keys() if k.task_id == "a" and k.mode == "refine").id()
     executor = LosingExecutor({refine_a: LOST_ATTEMPTS - 1})
-    written = run_batch(s, RunStore(tmp_path), lambda spec, n: executor)
-    assert sorted(r.record_id for r in written) == sorted(k.id() for k in s.keys())
+    ids = run_batch(s, RunStore(tmp_path), lambda spec, n: executor)
+    written = RunStore(tmp_path).records()
+    assert sorted(ids) == sorted(r.record_id for r in written) == sorted(k.id() for k in s.keys())
     assert all(r.status == "ok" for r in written), [r.error for r in written]
     tries = [artifacts for rid, artifacts in executor.submitted if rid == refine_a]
     assert len(tries) == LOST_ATTEMPTS
@@ -81,8 +82,8 @@ def test_an_episode_lost_every_time_is_an_infrastructure_error_saying_why(tmp_pa
     s = spec()
     victim = s.keys()[0].id()
     executor = LosingExecutor({victim: LOST_ATTEMPTS + 5})
-    written = run_batch(s, RunStore(tmp_path), lambda spec, n: executor)
-    errors = [r for r in written if r.status == "error"]
+    run_batch(s, RunStore(tmp_path), lambda spec, n: executor)
+    errors = [r for r in RunStore(tmp_path).records() if r.status == "error"]
     assert [r.record_id for r in errors] == [victim]
     error = errors[0].error
     assert error.kind == "infrastructure" and error.stage == "worker"

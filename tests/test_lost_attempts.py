@@ -279,6 +279,8 @@ def test_a_journal_left_in_the_folder_is_counted_by_the_next_run_once(tmp_path):
     kept = Path(journal).read_bytes()
     noted_by_driver = call_ledger.lost_attempt("ep-a#1", replay(journal)["ep-a#1"], journal=journal)
     lost_attempts.note(tmp_path, "ep-a", noted_by_driver)  # the driver got as far as this
+    assert call_ledger.recover(tmp_path) == (0, 0), "a journal this process still writes is not read"
+    call_ledger.release(journal, counted=False)  # its run ended with attempts it had not counted
     assert call_ledger.recover(tmp_path) == (1, 2)
     assert not (tmp_path / call_ledger.DIR).exists(), "a counted journal is removed"
     (tmp_path / call_ledger.DIR).mkdir()

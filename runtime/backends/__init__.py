@@ -35,8 +35,8 @@ def add_worker_setup(hook: WorkerSetup) -> None:
 
 
 def run_episodes(run: "Run", on_done: Callable[[EpisodeRecord], None] = lambda r: None,
-                 on_status: Callable[[str], None] = lambda text: None) -> list[EpisodeRecord]:
-    """Run every pending episode of ``run`` on its configured backend; returns the new records.
+                 on_status: Callable[[str], None] = lambda text: None) -> list[str]:
+    """Run every pending episode of ``run`` on its configured backend; returns the new records' ids.
     ``on_status`` hears the executor's state in words when it changes (Ray: workers alive)."""
     if run.config.backend == "ray":
         from runtime.backends import ray_backend

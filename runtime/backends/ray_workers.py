@@ -478,8 +478,8 @@ class RayExecutor:
                 return
             self.pool.close(timeout_s=120.0 if finished else 10.0)
         finally:
-            if not self.in_flight:  # else its open attempts are the next run's to count
-                call_ledger.remove(self.pool.journal)
+            # with episodes in flight (Ctrl-C, an error) their calls are the next run's to count
+            call_ledger.release(self.pool.journal, counted=not self.in_flight)
 
 
 HEAD_LOST = False

@@ -84,7 +84,7 @@ def pending(spec: RunSpec, store: RunStore, retry_errors: bool = False) -> tuple
     """Episodes without a record (and, with ``retry_errors``, those recorded as errors or as
     ``ok`` with a bad answer flagged: ``runtime.folder.records.BAD_ANSWER``), and the spec to run
     them with: the retried ones' model calls bypass the response cache."""
-    done = {record.record_id: record for record in store.records()}
+    done = {record.record_id: record for record in store.records(light=True)}
     keys = spec.keys()
     retried = {k.id() for k in keys if retry_errors and k.id() in done and needs_retry(done[k.id()])}
     todo = [k for k in keys if k.id() not in done or k.id() in retried]
@@ -98,20 +98,28 @@ def needs_retry(record: EpisodeRecord) -> bool:
 
 
 class ArtifactIndex:
-    """The run folder's shared artifacts by (domain, task, trial), read once; new ones written."""
+    """Where the run folder's shared artifacts are, by (domain, task, trial): read once at the
+    start, new ones written. It keeps their paths, not their content (read again when a group's
+    episode starts), so what a run holds does not grow with the artifacts it has made."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.by_group: dict[Group, dict[str, Artifact]] = defaultdict(dict)
+        self.by_group: dict[Group, dict[str, Path]] = defaultdict(dict)
         for path in sorted((self.root / "artifacts").glob("*/*.json")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
-                self.by_group[group_of(data["key"])][identity(data["kind"], data["key"])] = data
+                self.by_group[group_of(data["key"])][identity(data["kind"], data["key"])] = path
             except (OSError, ValueError, KeyError, TypeError):
                 continue
 
     def of(self, key: EpisodeKey) -> list[Artifact]:
-        return list(self.by_group.get((key.domain, key.task_id, key.trial), {}).values())
+        found = []
+        for path in self.by_group.get((key.domain, key.task_id, key.trial), {}).values():
+            try:
+                found.append(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                continue  # gone or torn since: the episode makes it again
+        return found
 
     def write_new(self, store: RunStore, artifacts: list[Artifact]) -> None:
         for data in artifacts:
@@ -121,22 +129,25 @@ class ArtifactIndex:
                 path = store.artifact_path(data["kind"], data["key"])
                 if not path.exists():
                     write_json_atomic(path, data)
-                known[name] = data
+                known[name] = path
 
 
 def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, int], Executor], *,
               retry_errors: bool = False, max_cost: float | None = None,
-              on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[EpisodeRecord]:
+              on_done: Callable[[EpisodeRecord], None] = lambda r: None) -> list[str]:
     """Run every pending episode of ``spec`` on the executor ``open_executor(spec, pending)``
-    makes; returns the records written by this call. Raises ``RunStopped`` on an abort, and
+    makes; returns the ids of the records written by this call (not the records: a run's memory
+    must not grow with its episodes — they are in the folder, and ``on_done`` sees each once). Raises ``RunStopped`` on an abort, and
     ``BudgetSpent`` (after the episodes in flight finished) when ``max_cost`` stops the run
     (``runtime.batch.budget``)."""
     todo, spec = pending(spec, store, retry_errors)
     if not todo:
         return []
     call_ledger.recover(store.root)  # the calls of a driver that ended before it counted them
-    carried = lost_attempts.unrecorded(store.root, store.records())  # an earlier run's losses
-    budget = RunBudget(max_cost, store.records(), carried) if max_cost is not None else None
+    recorded = store.records(light=True)
+    carried = lost_attempts.unrecorded(store.root, recorded)  # an earlier run's losses
+    budget = RunBudget(max_cost, recorded, carried) if max_cost is not None else None
+    del recorded  # the budget keeps its sums, not the records
     if budget is not None and not budget.allows(todo[0], []):
         raise budget.stopped(todo)
     appendable.check(store)  # before anything starts: one line, exit 5, no call made
@@ -146,7 +157,7 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
     in_flight = 0
     running: list[EpisodeKey] = []
     spent = False
-    written: list[EpisodeRecord] = []
+    written: list[str] = []
     window = 4 * spec.concurrency
     lost: dict[str, list[Attempt]] = defaultdict(list, {k: list(v) for k, v in carried.items()})
     losses: dict[str, int] = defaultdict(int)  # this invocation's, for LOST_ATTEMPTS
@@ -204,7 +215,7 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                 except WriteFailed as exc:  # its calls, and those in flight, go to lost_attempts
                     unnoted = outcomes.index(outcome) + (outcome.record is None)  # a lost run is noted
                     raise appendable.stop(executor, store, exc, in_flight, outcomes[unnoted:], lost) from exc
-                written.append(record)
+                written.append(record.record_id)
                 if budget is not None:
                     budget.note(record)
                 on_done(record)

@@ -55,7 +55,9 @@ def threads(services: Services):
 
 def run_in_threads(spec: RunSpec, services: Services, store, **options):
     """``run_batch`` on threads of this process: for tests and scripts that build their own
-    services (a scripted layer, an environment behind a test server)."""
+    services (a scripted layer, an environment behind a test server). Returns the records this
+    call wrote, read back from ``store``."""
     from runtime.batch.core import run_batch
 
-    return run_batch(spec, store, threads(services), **options)
+    written = set(run_batch(spec, store, threads(services), **options))
+    return [r for r in store.records() if r.record_id in written]

@@ -138,7 +138,7 @@ def run_with_progress(run: Run, console: Console) -> None:
     from runtime import backends
     from runtime.batch import pending
     from runtime.batch.budget import cost_of
-    from runtime.folder import lost_attempts
+    from runtime.folder import call_ledger, lost_attempts
     from runtime.llm.roles import PURPOSES
 
     store, keys = run.store, run.keys
@@ -148,15 +148,21 @@ def run_with_progress(run: Run, console: Console) -> None:
                       highlight=False)
     if legacy := store.legacy_note():
         console.print(f"note: {escape(legacy)}", highlight=False)
+    if todo and (found := call_ledger.recover(store.root))[0]:
+        console.print(f"note: {found[1]} call(s) of {found[0]} attempt(s) that a run which ended before "
+                      f"counting them (Ray's exit, a kill) left in {call_ledger.DIR}/ are now counted, "
+                      f"in {lost_attempts.FILE}", highlight=False, soft_wrap=True)
     if (lost := lost_attempts.skipped_note(store.root)) and lost not in _said:
         _said.add(lost)  # once, though table3 opens several runs on one folder
         console.print(f"[yellow]warning: {escape(lost)}[/]", highlight=False, soft_wrap=True)
     console.print(f"run {escape(run.spec.run_id)}: {len(keys)} episodes ({len(keys) - len(todo)} "
                   f"already done) → {escape(str(store.root))}")
     limit = run.config.max_cost
-    spent = [sum(cost_of(r) for r in store.records()) + sum(  # and lost attempts no record holds yet
-        a.cost_usd for tries in lost_attempts.unrecorded(store.root, store.records()).values()
+    recorded = store.records(light=True) if limit is not None else []
+    spent = [sum(cost_of(r) for r in recorded) + sum(  # and lost attempts no record holds yet
+        a.cost_usd for tries in lost_attempts.unrecorded(store.root, recorded).values()
         for a in tries)] if limit is not None else [0.0]
+    del recorded
 
     def spend() -> str:
         return f"${spent[0]:.4f}" + (f" of ${limit:g}" if limit is not None else "")
@@ -188,9 +194,10 @@ def run_with_progress(run: Run, console: Console) -> None:
 
 
 def finished_records(run: Run) -> list[EpisodeRecord]:
-    """This run's records (a run folder may hold other runs' records too, e.g. table3's cells)."""
+    """This run's records (a run folder may hold other runs' records too, e.g. table3's cells),
+    without their conversations (``RunStore.records(light=True)``): what summaries need."""
     wanted = {k.id() for k in run.keys}
-    return [r for r in run.store.records() if r.record_id in wanted]
+    return [r for r in run.store.records(light=True) if r.record_id in wanted]
 
 
 def summary_of(run: Run) -> tuple[dict, list[EpisodeRecord]]:
@@ -204,7 +211,7 @@ def summary_of(run: Run) -> tuple[dict, list[EpisodeRecord]]:
     # env, domain and models as the records say (not this invocation's options); ``groups``:
     # every record of the folder by env, domain and fingerprint
     result.update({"run_id": spec.run_id, **describe(records, run.out),
-                   "folder": describe(run.store.records(), run.out)["groups"],
+                   "folder": describe(run.store.records(light=True), run.out)["groups"],
                    "embedded_default": run.embedded})
     if not records:  # nothing recorded yet: what was asked
         result.update(env=config.env, domain=spec.domain)

@@ -34,6 +34,9 @@ from runtime.folder.records import Attempt
 DIR = "call_journal"
 """The run folder's sub-folder of journals: one a Ray executor, removed when its run ends."""
 SUMMED = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd")
+_LIVE: set[str] = set()
+"""The journals of this process's executors still running: never recovered (one process may run
+several cells on one folder, ``runtime.folder.lock``)."""
 RECOVERED = ("the driver ended before it counted this attempt (Ray's exit on a lost head, or a "
              "kill); its calls were read from the run's call journal")
 
@@ -155,7 +158,9 @@ def new_journal(root: Path) -> str | None:
         (Path(root) / DIR).mkdir(exist_ok=True)
     except OSError:
         return None
-    return str(Path(root) / DIR / f"{uuid.uuid4().hex}.jsonl")
+    path = str(Path(root) / DIR / f"{uuid.uuid4().hex}.jsonl")
+    _LIVE.add(path)
+    return path
 
 
 def mark_recorded(journal: str | None, attempts: list[str]) -> None:
@@ -186,15 +191,29 @@ def lost_attempt(attempt: str, tally: dict[str, Any], at_least: bool = False,
                    **{k: v for k, v in tally.items() if v is not None})
 
 
+def _left(root: Path) -> list[Path]:
+    folder = Path(root) / DIR
+    if not folder.is_dir():
+        return []
+    return [j for j in sorted(folder.glob("*.jsonl")) if str(j) not in _LIVE]
+
+
+def uncounted(root: Path) -> tuple[int, int]:
+    """(attempts, calls) that journals left in ``root`` hold open and no run has counted yet —
+    read only, for a report to say so."""
+    attempts = calls = 0
+    for journal in _left(root):
+        for tally in (replay(journal) or {}).values():
+            attempts, calls = attempts + 1, calls + tally["calls"] + tally["in_flight_calls"]
+    return attempts, calls
+
+
 def recover(root: Path) -> tuple[int, int]:
     """Every journal a driver left in run folder ``root``: each attempt it holds open goes to
     ``lost_attempts.jsonl``, then the journal goes. Returns (attempts, calls) recovered. Runs
     under the folder's writer lock, so no journal here belongs to a live run."""
-    folder = Path(root) / DIR
     attempts = calls = 0
-    if not folder.is_dir():
-        return 0, 0
-    for journal in sorted(folder.glob("*.jsonl")):
+    for journal in _left(root):
         open_ones = replay(journal)
         if open_ones is None:
             continue  # unreadable: kept, for a later run or a person to read
@@ -204,15 +223,20 @@ def recover(root: Path) -> tuple[int, int]:
             attempts, calls = attempts + 1, calls + lost.calls + lost.in_flight_calls
         journal.unlink(missing_ok=True)
     try:
-        folder.rmdir()
+        (Path(root) / DIR).rmdir()
     except OSError:
         pass  # something else is in it: left as it is
     return attempts, calls
 
 
-def remove(journal: str | None) -> None:
-    """The journal of a run that ended and noted its lost attempts, and its folder when empty."""
+def release(journal: str | None, counted: bool) -> None:
+    """The executor that wrote ``journal`` has ended. ``counted``: it noted every attempt it lost
+    and has none in flight, so the journal (and its folder, when empty) goes; else it stays for
+    the next run of the folder to count (:func:`recover`)."""
     if not journal:
+        return
+    _LIVE.discard(journal)
+    if not counted:
         return
     Path(journal).unlink(missing_ok=True)
     try:

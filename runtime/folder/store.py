@@ -159,15 +159,18 @@ class RunStore:
             return exc
         return None
 
-    def records(self) -> list[EpisodeRecord]:
-        """Every record, later records for the same key superseding earlier ones."""
+    def records(self, light: bool = False) -> list[EpisodeRecord]:
+        """Every record, later records for the same key superseding earlier ones. ``light``:
+        without their conversations (``messages`` left empty, each line's digest checked on the
+        whole line first) — for the batch loop, the budget and the summaries, which read every
+        record of a run and must not hold every conversation it had."""
         latest: dict[str, EpisodeRecord] = {}
-        for record in self._read():
+        for record in self._read(light):
             latest.pop(record.record_id, None)
             latest[record.record_id] = record
         return list(latest.values())
 
-    def _read(self) -> Iterator[EpisodeRecord]:
+    def _read(self, light: bool = False) -> Iterator[EpisodeRecord]:
         """Read bytes and split lines before decoding: a line torn inside a multi-byte UTF-8
         character (or any bytes that are not UTF-8, or not a record) is one skipped line, noted
         with its number and why in ``skipped`` and ``why``, never an error that stops the
@@ -180,15 +183,22 @@ class RunStore:
         if not self.records_path.exists():
             return
         parsed: list[tuple[int, Any]] = []
+        failing: set[int] = set()
         with open(self.records_path, "rb") as fh:
             for number, raw in enumerate(fh, 1):
                 if not raw.strip():
                     continue
                 try:
-                    parsed.append((number, json.loads(raw.decode("utf-8"))))
+                    data = json.loads(raw.decode("utf-8"))
                 except ValueError as exc:  # UnicodeDecodeError included
                     self._skip(number, integrity.unreadable(exc))
-        failing = {n for n, d in parsed if isinstance(d, dict) and integrity.problem(d)}
+                    continue
+                if isinstance(data, dict):
+                    if integrity.problem(data):  # on the whole line, before anything is left out
+                        failing.add(number)
+                    if light:
+                        data.pop("messages", None)
+                parsed.append((number, data))
         start = self.sealed_from(parsed, failing)
         for number, data in parsed:
             if not isinstance(data, dict):
