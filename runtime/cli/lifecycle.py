@@ -205,13 +205,15 @@ def summary_of(run: Run) -> tuple[dict, list[EpisodeRecord]]:
     from runtime.reports import summary
     from runtime.reports.groups import describe
 
-    records = finished_records(run)
+    folder = run.store.records(light=True)  # read once: this run's records are among them
+    wanted = {k.id() for k in run.keys}
+    records = [r for r in folder if r.record_id in wanted]
     spec, config = run.spec, run.config
     result = summary.summarize(records)
     # env, domain and models as the records say (not this invocation's options); ``groups``:
     # every record of the folder by env, domain and fingerprint
     result.update({"run_id": spec.run_id, **describe(records, run.out),
-                   "folder": describe(run.store.records(light=True), run.out)["groups"],
+                   "folder": describe(folder, run.out)["groups"],
                    "embedded_default": run.embedded})
     if not records:  # nothing recorded yet: what was asked
         result.update(env=config.env, domain=spec.domain)

@@ -182,8 +182,11 @@ class RunStore:
         self.altered, self.unsealed, self.legacy, self.moved_start = [], [], 0, None
         if not self.records_path.exists():
             return
-        parsed: list[tuple[int, Any]] = []
-        failing: set[int] = set()
+        # Two passes, so that no more than one record is held at a time: the first learns what
+        # each line is (its content is dropped), the second reads again the lines that count.
+        facts: dict[int, tuple[str, int | None]] = {}
+        """line number → (``other`` | ``unsealed`` | ``altered`` | ``sound``, the start a sound
+        digest binds)"""
         with open(self.records_path, "rb") as fh:
             for number, raw in enumerate(fh, 1):
                 if not raw.strip():
@@ -193,41 +196,50 @@ class RunStore:
                 except ValueError as exc:  # UnicodeDecodeError included
                     self._skip(number, integrity.unreadable(exc))
                     continue
-                if isinstance(data, dict):
-                    if integrity.problem(data):  # on the whole line, before anything is left out
-                        failing.add(number)
-                    if light:
-                        data.pop("messages", None)
-                parsed.append((number, data))
-        start = self.sealed_from(parsed, failing)
-        for number, data in parsed:
-            if not isinstance(data, dict):
-                self._skip(number, "not a record (a JSON object)")
-                continue
-            if not integrity.has_digest(data):
-                if start is not None and number >= start:
-                    self.unsealed.append(number)
+                if not isinstance(data, dict):
+                    facts[number] = ("other", None)
+                elif not integrity.has_digest(data):
+                    facts[number] = ("unsealed", None)
+                elif integrity.problem(data):  # on the whole line
+                    facts[number] = ("altered", None)
+                else:
+                    facts[number] = ("sound", integrity.bound_start(data))
+        start = self.sealed_from(facts)
+        with open(self.records_path, "rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                kind = facts.get(number, (None,))[0]
+                if kind is None:
                     continue
-                self.legacy += 1
-            elif number in failing:
-                self.altered.append(number)
-                continue
-            try:
-                record = EpisodeRecord.model_validate(data)
-            except ValidationError as exc:
-                self._skip(number, integrity.invalid(exc))
-                continue
-            if why := score_problem(record):
-                self._skip(number, why)
-                continue
-            yield record
+                if kind == "other":
+                    self._skip(number, "not a record (a JSON object)")
+                    continue
+                if kind == "unsealed":
+                    if start is not None and number >= start:
+                        self.unsealed.append(number)
+                        continue
+                    self.legacy += 1
+                elif kind == "altered":
+                    self.altered.append(number)
+                    continue
+                data = json.loads(raw.decode("utf-8"))
+                if light:
+                    data.pop("messages", None)
+                try:
+                    record = EpisodeRecord.model_validate(data)
+                except ValidationError as exc:
+                    self._skip(number, integrity.invalid(exc))
+                    continue
+                if why := score_problem(record):
+                    self._skip(number, why)
+                    continue
+                yield record
 
     def _skip(self, number: int, why: str) -> None:
         self.torn_lines += 1
         self.skipped.append(number)
         self.why[number] = why
 
-    def sealed_from(self, parsed: list[tuple[int, Any]], failing: set[int]) -> int | None:
+    def sealed_from(self, facts: dict[int, tuple[str, int | None]]) -> int | None:
         """The first line of ``records.jsonl`` that must carry a digest: where ``run.json``
         says this runtime began writing the folder, unless the records say the chain began
         earlier — a digest binds that line (``integrity.bound_start``), and a line that carries
@@ -237,14 +249,13 @@ class RunStore:
         one (the folder was written before digests)."""
         marked = _run_info_field(self.root, SEALED_FROM)
         marked = max(marked, 1) if isinstance(marked, int) and not isinstance(marked, bool) else None
-        sound = [(n, d) for n, d in parsed if isinstance(d, dict) and integrity.has_digest(d)
-                 and n not in failing]
-        said = [s for _, d in sound if (s := integrity.bound_start(d)) is not None]
+        sound = [(n, bound) for n, (kind, bound) in facts.items() if kind == "sound"]
+        said = [bound for _, bound in sound if bound is not None]
         evidence = min([*said, *(n for n, _ in sound)], default=None)
         if marked is None:
             if said:
                 return min(said)
-            return 1 if any(isinstance(d, dict) and integrity.has_digest(d) for _, d in parsed) else None
+            return 1 if any(kind in ("sound", "altered") for kind, _ in facts.values()) else None
         if evidence is not None and evidence < marked:
             self.moved_start = (marked, evidence)
             return evidence
