@@ -216,6 +216,7 @@ def run_batch(spec: RunSpec, store: RunStore, open_executor: Callable[[RunSpec, 
                     unnoted = outcomes.index(outcome) + (outcome.record is None)  # a lost run is noted
                     raise appendable.stop(executor, store, exc, in_flight, outcomes[unnoted:], lost) from exc
                 written.append(record.record_id)
+                lost.pop(outcome.key.id(), None)  # its record holds them: nothing kept per episode
                 if budget is not None:
                     budget.note(record)
                 on_done(record)
