@@ -268,6 +268,7 @@ def test_a_journal_left_in_the_folder_is_counted_by_the_next_run_once(tmp_path):
     from runtime.folder import call_ledger
 
     journal = call_ledger.new_journal(tmp_path)
+    assert Path(journal).is_absolute(), "the ledger writing it runs in another working directory"
     ledger = Ledger(journal)
     t = ledger.begin("ep-a#1", "w0", "executor", 0.2)
     ledger.end("ep-a#1", "w0", t, {"calls": 1, "prompt_tokens": 7, "cost_usd": 0.4})

@@ -152,13 +152,16 @@ def replay(journal: str | Path) -> dict[str, dict[str, Any]] | None:
 
 
 def new_journal(root: Path) -> str | None:
-    """A fresh journal's path in run folder ``root`` (its sub-folder made), or None where the
-    sub-folder cannot be made (the ledger then keeps no journal: lower bounds on a lost head)."""
+    """A fresh journal's absolute path in run folder ``root`` (its sub-folder made), or None where
+    the sub-folder cannot be made (the ledger then keeps no journal: lower bounds on a lost head).
+    Absolute, because the ledger that writes it is another process, whose working directory is
+    Ray's, not this one's (``--out runs/x``)."""
+    folder = Path(root).resolve() / DIR
     try:
-        (Path(root) / DIR).mkdir(exist_ok=True)
+        folder.mkdir(exist_ok=True)
     except OSError:
         return None
-    path = str(Path(root) / DIR / f"{uuid.uuid4().hex}.jsonl")
+    path = str(folder / f"{uuid.uuid4().hex}.jsonl")
     _LIVE.add(path)
     return path
 
@@ -192,7 +195,7 @@ def lost_attempt(attempt: str, tally: dict[str, Any], at_least: bool = False,
 
 
 def _left(root: Path) -> list[Path]:
-    folder = Path(root) / DIR
+    folder = Path(root).resolve() / DIR  # absolute, as :func:`new_journal` names them
     if not folder.is_dir():
         return []
     return [j for j in sorted(folder.glob("*.jsonl")) if str(j) not in _LIVE]
