@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -402,6 +403,23 @@ one CI run on a machine made busier than CI's own, Ray's own 60-s exit took the 
 loopback runs (exit 1, nothing said), which ten runs in every CI would turn into a flaky stage."""
 
 
+def counted_args(base: str, trials: int) -> list[str]:
+    """One retail task, Direct, ``trials`` times on 2 Ray workers against the counting stub at
+    ``base``, priced: the head-loss and driver-loss runs."""
+    return ["--env", "tau2", "--domain", "retail", "--task-ids", "0", "--mode", "direct",
+            "--model", "openai/stub", "--api-base", f"{base}/v1", "--no-judge", "--trials", str(trials),
+            "--concurrency", "2", "--ray-workers", "2", "--no-cache", "--price", "openai/stub=1000/5000"]
+
+
+def both_calling(stub: Any, base: str, calls0: int, proc: subprocess.Popen,
+                 on_n2: LocalCluster | None = None, timeout: float = 240) -> None:
+    """Until both workers are calling the stub (and, given ``on_n2``, one of them runs on its n2)."""
+    deadline = time.monotonic() + timeout
+    while not (stub.both_calling(base, calls0) and (on_n2 is None or "n2" in on_n2.hosting("EpisodeWorker"))):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.2)
+
+
 HEAD_LOSS_TEST = "test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command"
 
 
@@ -422,16 +440,10 @@ def test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command
     c = new_cluster(tmp_path / "cluster", "n2")
     try:
         out = tmp_path / "ray"
-        args = ["--env", "tau2", "--domain", "retail", "--task-ids", "0", "--mode", "direct",
-                "--model", "openai/stub", "--api-base", f"{base}/v1", "--no-judge", "--trials", "6",
-                "--concurrency", "2", "--ray-workers", "2", "--no-cache",
-                "--price", "openai/stub=1000/5000"]
+        args = counted_args(base, trials=6)
         calls0 = stub_calls(base)
         proc = driver(c, out, *args)
-        deadline = time.monotonic() + 240
-        while not (stub.both_calling(base, calls0) and "n2" in c.hosting("EpisodeWorker")):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
-            time.sleep(0.2)
+        both_calling(stub, base, calls0, proc, on_n2=c)
         c.kill_node("head")
         code, _, err = finish(proc, timeout=180)
         returned = time.time()
@@ -504,16 +516,10 @@ def test_a_driver_gone_mid_run_leaves_every_call_in_the_folder_for_the_resume_to
     c = new_cluster(tmp_path / "cluster", "n2")
     try:
         out = tmp_path / "ray"
-        args = ["--env", "tau2", "--domain", "retail", "--task-ids", "0", "--mode", "direct",
-                "--model", "openai/stub", "--api-base", f"{base}/v1", "--no-judge", "--trials", "4",
-                "--concurrency", "2", "--ray-workers", "2", "--no-cache",
-                "--price", "openai/stub=1000/5000"]
+        args = counted_args(base, trials=4)
         calls0 = stub_calls(base)
         proc = driver(c, out, *args)
-        deadline = time.monotonic() + 240
-        while not stub.both_calling(base, calls0):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
-            time.sleep(0.2)
+        both_calling(stub, base, calls0, proc)
         proc.kill()  # SIGKILL: no handler, no atexit, no finally
         proc.communicate()
         deadline = time.monotonic() + 60  # Ray ends the dead driver's actors
