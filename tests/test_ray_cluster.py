@@ -13,6 +13,7 @@ command finishes the rest once a node is back; no Ray process left behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -403,6 +404,20 @@ one CI run on a machine made busier than CI's own, Ray's own 60-s exit took the 
 loopback runs (exit 1, nothing said), which ten runs in every CI would turn into a flaky stage."""
 
 
+@contextlib.contextmanager
+def counted_cluster(tmp: Path) -> Iterator[tuple[Any, str, LocalCluster]]:
+    """(the counting stub, its base URL, a head and one more node); after, the cluster is ended
+    (no Ray process left, :func:`end`) and the stub shut down."""
+    stub = load_stub_server()
+    server = stub.serve(0, 0.5, ["retail"])
+    c = new_cluster(tmp / "cluster", "n2")
+    try:
+        yield stub, f"http://127.0.0.1:{server.server_address[1]}", c
+    finally:
+        end(c)
+        server.shutdown()
+
+
 def counted_args(base: str, trials: int) -> list[str]:
     """One retail task, Direct, ``trials`` times on 2 Ray workers against the counting stub at
     ``base``, priced: the head-loss and driver-loss runs."""
@@ -434,11 +449,7 @@ def test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command
     workers' own stop (``runtime.backends.ray_lease``) can pass this. :data:`HEAD_LOSS_REPEATS`
     times on the host's loopback (and as many in a loopback-only namespace, after them); the stop
     line's counts are the folder's."""
-    stub = load_stub_server()
-    server = stub.serve(0, 0.5, ["retail"])
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    c = new_cluster(tmp_path / "cluster", "n2")
-    try:
+    with counted_cluster(tmp_path) as (stub, base, c):
         out = tmp_path / "ray"
         args = counted_args(base, trials=6)
         calls0 = stub_calls(base)
@@ -453,9 +464,6 @@ def test_losing_the_head_counts_every_call_and_no_worker_calls_after_the_command
             time.sleep(0.2)
         time.sleep(1.0)  # a request sent as the last worker ended
         after = stub.stats(base)
-    finally:
-        end(c)
-        server.shutdown()
     raw = (out / "driver.err").read_text()
     assert code == 3, raw[-3000:]
     line = err.strip().splitlines()[-1]
@@ -510,11 +518,7 @@ def test_a_driver_gone_mid_run_leaves_every_call_in_the_folder_for_the_resume_to
     attempts in flight reached ``lost_attempts.jsonl``. The ledger's journal is in the run folder,
     so the same command on the same cluster counts them: over the records and their lost
     attempts, exactly the calls the endpoint received, each once, and the journal is gone."""
-    stub = load_stub_server()
-    server = stub.serve(0, 0.5, ["retail"])
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    c = new_cluster(tmp_path / "cluster", "n2")
-    try:
+    with counted_cluster(tmp_path) as (stub, base, c):
         out = tmp_path / "ray"
         args = counted_args(base, trials=4)
         calls0 = stub_calls(base)
@@ -531,9 +535,6 @@ def test_a_driver_gone_mid_run_leaves_every_call_in_the_folder_for_the_resume_to
         assert journals, "the ledger's journal must be in the run folder"
         code, said_out, err = finish(driver(c, out, *args), timeout=300)
         received = stub_calls(base) - calls0
-    finally:
-        end(c)
-        server.shutdown()
     assert code == 0, err[-2000:]
     rows = lines(out)
     assert len(rows) == 4 and rows[:len(before)] == before
